@@ -1,0 +1,27 @@
+"""privci: differentially private conditional independence testing.
+
+Public tests (data first, everything else keyword-only):
+
+- :func:`gcm`, :func:`gcm_from_residuals`: the non-private Generalised
+  Covariance Measure test (parity with R's ``gcm.test``).
+- :func:`residual_products`, :func:`privgcm`: PrivGCM (Algorithm 1 of
+  Kalemaj, Kasiviswanathan & Ramdas).
+- :func:`crt_statistics`, :func:`privcrt`, :func:`crt`, :class:`GaussianModelX`:
+  PrivCRT (Algorithm 2) and the non-private conditional randomization test.
+"""
+
+from .crt import GaussianModelX, ModelX, crt, crt_statistics, privcrt
+from .gcm import DegenerateStatisticWarning, gcm, gcm_from_residuals, privgcm, residual_products
+from .regression import crt_sensitivity, gcm_sensitivity
+from .results import (CRTResult, CRTStatistics, GCMResult, PrivacyRecord, PrivateTestResult,
+                      ResidualProducts)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "gcm", "gcm_from_residuals", "residual_products", "privgcm",
+    "crt_statistics", "privcrt", "crt", "GaussianModelX", "ModelX",
+    "gcm_sensitivity", "crt_sensitivity",
+    "GCMResult", "PrivateTestResult", "CRTResult", "PrivacyRecord", "ResidualProducts",
+    "CRTStatistics", "DegenerateStatisticWarning",
+]

@@ -1,0 +1,230 @@
+"""Compiled kernels (numba).
+
+No validation and no randomness of their own: callers validate inputs once in
+Python and pass random draws in as arrays (numba's RNG is separate from
+numpy's).  Every kernel here has a slow numpy twin in ``tests/naive.py``.
+
+All kernels are compiled lazily on first call and cached on disk
+(``cache=True``), so ``import privci`` stays fast.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+# alternative codes shared by the kernels
+TWO_SIDED, GREATER, LESS = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _fill_gram_row(z, sigma, out, i):
+    d = z.shape[1]
+    for j in range(i):
+        acc = 0.0
+        for k in range(d):
+            diff = z[i, k] - z[j, k]
+            acc += diff * diff
+        out[i, j] = math.exp(-sigma * acc)
+    out[i, i] = 1.0
+
+
+@njit(parallel=True, cache=True)
+def rbf_gram_lower(z, sigma, out):
+    """Fill the lower triangle (j <= i) of ``out`` with exp(-sigma ||z_i - z_j||^2).
+
+    The diagonal is exactly 1.  Rows are processed in pairs (t, n-1-t) so that
+    threads get equal work on the triangle.  The strict upper triangle of
+    ``out`` is left untouched.
+    """
+    n = z.shape[0]
+    half = (n + 1) // 2
+    for t in prange(half):
+        _fill_gram_row(z, sigma, out, t)
+        if n - 1 - t != t:
+            _fill_gram_row(z, sigma, out, n - 1 - t)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def rbf_gram_cross(a, b, sigma):
+    """Full cross Gram matrix exp(-sigma ||a_i - b_j||^2), shape (len(a), len(b))."""
+    na, d = a.shape
+    nb = b.shape[0]
+    out = np.empty((na, nb))
+    for i in prange(na):
+        for j in range(nb):
+            acc = 0.0
+            for k in range(d):
+                diff = a[i, k] - b[j, k]
+                acc += diff * diff
+            out[i, j] = math.exp(-sigma * acc)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def residual_products(rx, ry):
+    """Column products R[:, i + p*j] = rx[:, i] * ry[:, j] (x index fastest, as in R)."""
+    n, p = rx.shape
+    q = ry.shape[1]
+    out = np.empty((n, p * q))
+    for r in prange(n):
+        for j in range(q):
+            for i in range(p):
+                out[r, i + p * j] = rx[r, i] * ry[r, j]
+    return out
+
+
+@njit(cache=True)
+def gcm_univariate(prod):
+    """Return (statistic, sd) of sqrt(n) mean(R) / sqrt(mean(R^2) - mean(R)^2).
+
+    Uses R's formula for the population standard deviation.  When the
+    standard deviation is not positive the statistic is NaN.
+    """
+    n = prod.shape[0]
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(n):
+        s1 += prod[i]
+        s2 += prod[i] * prod[i]
+    m = s1 / n
+    var = s2 / n - m * m
+    if not var > 0.0:
+        return np.nan, 0.0
+    sd = math.sqrt(var)
+    return math.sqrt(n) * m / sd, sd
+
+
+@njit(cache=True)
+def standardise_columns(prod):
+    """Divide each column by its population sd (R's formula); return (scaled, min_sd)."""
+    n, k = prod.shape
+    out = np.empty((n, k))
+    min_sd = np.inf
+    for c in range(k):
+        s1 = 0.0
+        s2 = 0.0
+        for i in range(n):
+            s1 += prod[i, c]
+            s2 += prod[i, c] * prod[i, c]
+        m = s1 / n
+        var = s2 / n - m * m
+        sd = math.sqrt(var) if var > 0.0 else 0.0
+        if sd < min_sd:
+            min_sd = sd
+        inv = 1.0 / sd if sd > 0.0 else np.nan
+        for i in range(n):
+            out[i, c] = prod[i, c] * inv
+    return out, min_sd
+
+
+@njit(cache=True)
+def _fold_max(vals, mode):
+    best = -np.inf
+    for v in vals:
+        if mode == 0:
+            v = abs(v)
+        elif mode == 2:
+            v = -v
+        if v > best:
+            best = v
+    return best
+
+
+@njit(parallel=True, cache=True)
+def gcm_max_statistic(scaled, draws, mode):
+    """Multivariate max statistic and its Gaussian multiplier replicates.
+
+    Parameters
+    ----------
+    scaled : (n, k) products, each column divided by its population sd.
+    draws : (n_sim, n) standard normal multipliers.
+    mode : 0 two-sided (max |.|), 1 greater (max), 2 less (max of negatives).
+
+    Returns
+    -------
+    stat : sqrt(n) * max over columns of the column means (folded by mode).
+    sims : (n_sim,) replicates max_k fold(sum_i scaled[i, k] g_i) / sqrt(n).
+    """
+    n, k = scaled.shape
+    nsim = draws.shape[0]
+    rootn = math.sqrt(n)
+    means = np.empty(k)
+    for c in range(k):
+        acc = 0.0
+        for i in range(n):
+            acc += scaled[i, c]
+        means[c] = acc / n
+    stat = rootn * _fold_max(means, mode)
+    sims = np.empty(nsim)
+    for b in prange(nsim):
+        acc = np.zeros(k)
+        for i in range(n):
+            g = draws[b, i]
+            for c in range(k):
+                acc[c] += scaled[i, c] * g
+        sims[b] = _fold_max(acc, mode) / rootn
+    return stat, sims
+
+
+@njit(parallel=True, cache=True)
+def crt_statistics(rx_all, ry):
+    """T_j = sum_i rx_all[j, i] * ry[i] for every row j: one (m+1) x n by n product."""
+    m1, n = rx_all.shape
+    out = np.empty(m1)
+    for j in prange(m1):
+        acc = 0.0
+        for i in range(n):
+            acc += rx_all[j, i] * ry[i]
+        out[j] = acc
+    return out
+
+
+@njit(cache=True)
+def rank_scores(stats, delta_t):
+    """Scores s_c = -|Q_c - T_0| / (2 Delta_T) with Q the statistics in decreasing order."""
+    q = -np.sort(-stats)
+    t0 = stats[0]
+    out = np.empty(stats.shape[0])
+    for c in range(stats.shape[0]):
+        out[c] = -abs(q[c] - t0) / (2.0 * delta_t)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def rff_features(z, freqs):
+    """Paired random Fourier features phi(z) = D^-1/2 [cos(w_j.z), sin(w_j.z)].
+
+    ``freqs`` has shape (D, d); the output has shape (n, 2D) and every row has
+    Euclidean norm exactly 1 up to rounding.
+    """
+    n, d = z.shape
+    nf = freqs.shape[0]
+    scale = 1.0 / math.sqrt(nf)
+    out = np.empty((n, 2 * nf))
+    for i in prange(n):
+        for j in range(nf):
+            acc = 0.0
+            for k in range(d):
+                acc += freqs[j, k] * z[i, k]
+            out[i, j] = math.cos(acc) * scale
+            out[i, nf + j] = math.sin(acc) * scale
+    return out
+
+
+@njit(parallel=True, cache=True)
+def clip_scale(u, bound):
+    """Clip each column of u to [-bound_c, bound_c] and divide by bound_c."""
+    n, p = u.shape
+    out = np.empty((n, p))
+    for i in prange(n):
+        for c in range(p):
+            b = bound[c]
+            v = u[i, c]
+            if v > b:
+                v = b
+            elif v < -b:
+                v = -b
+            out[i, c] = v / b
+    return out

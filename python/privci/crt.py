@@ -1,0 +1,391 @@
+"""Model-X tests: the conditional randomization test (CRT) and PrivCRT.
+
+PrivCRT is Algorithm 2 of Kalemaj, Kasiviswanathan & Ramdas: the statistic
+T(x, y, z) = sum_i r_X,i r_Y,i is computed on the observed x and on m
+resamples of X given Z, and the rank of T_0 is released by report-noisy-max
+over the scores s_c = -|Q_c - T_0| / (2 Delta_T).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from . import _kernels, _validation as V
+from .gcm import _check_approximation
+from .mechanisms import report_noisy_max
+from .regression import crt_sensitivity, krr_residuals, rff_frequencies
+from .results import CRTResult, CRTStatistics, PrivacyRecord, PrivateTestResult
+
+__all__ = ["ModelX", "GaussianModelX", "crt_statistics", "privcrt", "crt"]
+
+
+@runtime_checkable
+class ModelX(Protocol):
+    """The model-X protocol: the known law of X given Z.
+
+    Any object with these two methods can be passed as ``model_x``:
+
+    ``conditional_mean(z) -> ndarray (n,)``
+        E[X | Z = z_i] for each row of z.
+    ``sample(z, n_resamples, rng) -> ndarray (n_resamples, n)``
+        Independent draws of X given Z = z_i for each row, from the numpy
+        Generator ``rng``.
+    """
+
+    def conditional_mean(self, z):  # pragma: no cover - protocol
+        ...
+
+    def sample(self, z, n_resamples, rng):  # pragma: no cover - protocol
+        ...
+
+
+class GaussianModelX:
+    """X | Z = z ~ N(mean(z), scale^2).
+
+    Parameters
+    ----------
+    mean : callable or array-like
+        A function of z (array of shape (n, d)) returning the n conditional
+        means, or the array of the n conditional means of the rows.
+    scale : float or array-like (n,)
+        The conditional standard deviation (> 0).
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> mx = privci.GaussianModelX(lambda z: np.sin(z[:, 0]), 1.0)
+    >>> mx.sample(np.zeros((4, 1)), 3, np.random.default_rng(0)).shape
+    (3, 4)
+    """
+
+    def __init__(self, mean, scale):
+        if not callable(mean):
+            mean = V.as_data(mean, "mean")
+            if mean.shape[1] != 1:
+                raise ValueError(f"`mean` must be a callable or a vector of conditional means; "
+                                 f"got shape {mean.shape} instead.")
+            mean = mean[:, 0]
+        self.mean = mean
+        if isinstance(scale, numbers.Real) and not isinstance(scale, bool):
+            self.scale = V.positive_finite(scale, "scale")
+        else:
+            s = V.as_data(scale, "scale")[:, 0]
+            if not np.all(s > 0):
+                raise ValueError("`scale` must be positive; got a non-positive entry.")
+            self.scale = s
+
+    def conditional_mean(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        n = z.shape[0]
+        if callable(self.mean):
+            mu = np.asarray(self.mean(z.reshape(n, -1)), dtype=np.float64).ravel()
+        else:
+            mu = self.mean
+        if mu.shape[0] != n:
+            raise ValueError(f"the model-X conditional mean has {mu.shape[0]} entries but z has "
+                             f"{n} rows.")
+        if not np.all(np.isfinite(mu)):
+            raise ValueError("the model-X conditional mean contains NaN or inf.")
+        return mu
+
+    def sample(self, z, n_resamples, rng):
+        mu = self.conditional_mean(z)
+        scale = self.scale
+        if not np.isscalar(scale) and np.shape(scale)[0] != mu.shape[0]:
+            raise ValueError(f"`scale` has {np.shape(scale)[0]} entries but z has {mu.shape[0]} rows.")
+        return mu + scale * rng.standard_normal((n_resamples, mu.shape[0]))
+
+    def __repr__(self):
+        mean = getattr(self.mean, "__name__", "callable") if callable(self.mean) else \
+            f"array(n={self.mean.shape[0]})"
+        scale = self.scale if np.isscalar(self.scale) else f"array(n={np.shape(self.scale)[0]})"
+        return f"GaussianModelX(mean={mean}, scale={scale})"
+
+
+def _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng):
+    """Return (conditional means (n,), resamples (m, n))."""
+    if x_resamples is not None:
+        xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
+            else x_resamples.astype(np.float64, copy=False)
+        if xr.ndim != 2 or xr.shape[1] != n or xr.shape[0] < 1:
+            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
+                             f"got shape {xr.shape} instead.")
+        if not np.all(np.isfinite(xr)):
+            raise ValueError("`x_resamples` contains NaN or inf.")
+        if hasattr(model_x, "conditional_mean") and callable(model_x.conditional_mean):
+            mu = np.asarray(model_x.conditional_mean(za), dtype=np.float64).ravel()
+        else:
+            mu = V.as_data(model_x, "model_x")[:, 0]
+        if mu.shape[0] != n:
+            raise ValueError(f"the conditional means (`model_x`) have {mu.shape[0]} entries; "
+                             f"expected {n}.")
+        return mu, np.ascontiguousarray(xr)
+    if not (isinstance(model_x, ModelX) and callable(model_x.conditional_mean)
+            and callable(model_x.sample)):
+        raise TypeError("`model_x` must follow the model-X protocol (methods conditional_mean(z) "
+                        "and sample(z, n_resamples, rng)), e.g. privci.GaussianModelX; got "
+                        f"{type(model_x).__name__} instead.")
+    m = V.check_int(n_resamples, "n_resamples", 1)
+    mu = np.asarray(model_x.conditional_mean(za), dtype=np.float64).ravel()
+    xr = np.asarray(model_x.sample(za, m, rng), dtype=np.float64)
+    if mu.shape != (n,) or xr.shape != (m, n):
+        raise ValueError(f"`model_x` returned means of shape {mu.shape} and resamples of shape "
+                         f"{xr.shape}; expected ({n},) and ({m}, {n}).")
+    if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(xr))):
+        raise ValueError("`model_x` returned NaN or inf.")
+    return mu, np.ascontiguousarray(xr)
+
+
+def _univariate(arr, name):
+    if arr.shape[1] != 1:
+        raise ValueError(f"`{name}` must be univariate (n,) for the CRT; got shape {arr.shape} instead.")
+    return arr[:, 0]
+
+
+def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
+                    ridge_lambda, kernel_sigma, rng, kernel_approximation, n_features,
+                    feature_rng):
+    xa = _univariate(V.as_data(x, "x"), "x")
+    ya = V.as_data(y, "y")
+    _univariate(ya, "y")
+    za = V.as_data(z, "z")
+    n = V.check_same_rows(x=xa[:, None], y=ya, z=za)
+    V.check_min_n(n, 2, "PrivCRT")
+    yb = V.positive_finite(y_bound, "y_bound")
+    xrb = V.positive_finite(x_residual_bound, "x_residual_bound")
+    lam = V.positive_finite(ridge_lambda, "ridge_lambda")
+    sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+    n_features = _check_approximation(kernel_approximation, n_features)
+    mu, xr = _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng)
+    x_all = np.vstack([xa[None, :], xr])
+    rx_all = np.clip((x_all - mu[None, :]) / xrb, -1.0, 1.0)
+    freqs = None
+    if kernel_approximation == "rff":
+        freqs = rff_frequencies(za.shape[1], n_features, sigma, V.check_rng(feature_rng))
+    u = _kernels.clip_scale(ya, np.array([yb]))
+    ry = krr_residuals(za, u, sigma, lam, kernel_approximation=kernel_approximation,
+                       freqs=freqs)[:, 0]
+    stats = _kernels.crt_statistics(rx_all, np.ascontiguousarray(ry))
+    return CRTStatistics(statistics=stats, sensitivity=crt_sensitivity(lam), ridge_lambda=lam,
+                         kernel_sigma=sigma, y_bound=yb, x_residual_bound=xrb,
+                         kernel_approximation=kernel_approximation, n=n)
+
+
+def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=19,
+                   x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, rng=None,
+                   kernel_approximation="exact", n_features=512, feature_rng=None):
+    """The PrivCRT transformation: the m + 1 statistics T_0..T_m and their sensitivity.
+
+    T(x, y, z) = sum_i r_X,i r_Y,i with r_X = clip((x - E[X | Z]) / x_residual_bound,
+    -1, 1) and r_Y the KRR residuals of clip(y, -y_bound, y_bound) / y_bound
+    on z (one fit serves all m + 1 statistics).
+
+    Parameters
+    ----------
+    x, y : array-like (n,)
+    z : array-like (n, d) or (n,)
+    model_x : ModelX or array-like
+        The known law of X given Z (e.g. :class:`GaussianModelX`).  When
+        ``x_resamples`` is given, it may instead be the array of the n
+        conditional means.
+    y_bound, x_residual_bound : float
+        Public bounds on |y| and on |x - E[X | Z]|; values beyond are clipped.
+    n_resamples : int, default 19
+        m, the number of resamples (ignored when ``x_resamples`` is given).
+    x_resamples : array-like (m, n), optional
+        Precomputed resamples of X given Z (knockoff generators, fitted
+        samplers).  They are part of the protected data set.
+    ridge_lambda : float, default 5.0
+    kernel_sigma : float, default 1.0
+    rng : None, int or Generator
+        Randomness of the resampling.
+    kernel_approximation, n_features, feature_rng
+        See :func:`privci.residual_products`.
+
+    Returns
+    -------
+    CRTStatistics
+        ``.statistics`` (T_0, ..., T_m) and ``.sensitivity`` Delta_T: the
+        largest change of any T_j when one row of (x, every resample, y, z)
+        is replaced.  Not private: see :func:`privcrt`.
+
+    Notes
+    -----
+    Delta_T = 4 (1 + 1/sqrt(lambda) + 1/lambda^1.5 + 1/lambda): the paper's
+    Lemma (Sensitivity of T), 2 c1 + c2, with c1 = 2 + 2/sqrt(lambda) and
+    c2 = 4/lambda^1.5 + 4/lambda for the package's parameterisation
+    lambda ||f||^2 + (1/n) sum (u_i - f(z_i))^2 (lambda_K = 2 lambda).
+    The replaced row changes its r_X by at most 2 (clipping) and its r_Y by at
+    most c1 + c2/n; every other r_Y by at most c2/n, and |r_Y| <= c1/2.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(4)
+    >>> z = rng.normal(size=200); x = np.sin(z) + rng.normal(size=200)
+    >>> y = rng.normal(size=200)
+    >>> mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    >>> cs = privci.crt_statistics(x, y, z, model_x=mx, y_bound=4, x_residual_bound=4, rng=0)
+    >>> cs.statistics.shape, round(cs.sensitivity, 4)
+    ((20,), 6.9466)
+    """
+    return _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples,
+                           x_resamples, ridge_lambda, kernel_sigma, V.check_rng(rng),
+                           kernel_approximation, n_features, feature_rng)
+
+
+def _oriented(stats, mode):
+    if mode == 0:
+        return np.abs(stats)
+    if mode == 2:
+        return -stats
+    return stats
+
+
+def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
+            x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
+            rng=None, kernel_approximation="exact", n_features=512, feature_rng=None):
+    """Differentially private conditional randomization test (PrivCRT, Algorithm 2).
+
+    Parameters
+    ----------
+    x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
+    ridge_lambda, kernel_sigma, kernel_approximation, n_features, feature_rng
+        As in :func:`crt_statistics`.
+    epsilon : float
+        Privacy parameter (> 0).
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` is the paper's one-sided test on T; ``"two-sided"`` ranks
+        |T| and ``"less"`` ranks -T (same sensitivity).
+    rng : None, int or Generator
+        None (default): resamples from fresh entropy and OpenDP's exact
+        report-noisy-max.  Given: resampling and exponential noise from this
+        generator (reproducible, not hardened; the result says so).
+
+    Returns
+    -------
+    PrivateTestResult
+        ``statistic`` is the privately selected rank c_hat (0-based, in the
+        decreasing order), ``pvalue`` = (1 + c_hat) / (m + 1), and the
+        privacy record.  Neither the statistics nor the true rank are stored.
+
+    Notes
+    -----
+    Scores s_c = -|Q_c - T_0| / (2 Delta_T), Q the statistics in decreasing
+    order, have sensitivity at most 1 (the paper's Lemma); report-noisy-max
+    with exponential noise of scale 2 / epsilon is then epsilon-DP.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(5)
+    >>> z = rng.normal(size=2000); x = np.sin(z) + rng.normal(size=2000)
+    >>> y = 2 * (x - np.sin(z)) + rng.normal(size=2000)
+    >>> mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    >>> res = privci.privcrt(x, y, z, epsilon=2, model_x=mx, y_bound=8,
+    ...                      x_residual_bound=4, rng=1)
+    >>> res.pvalue, res.privacy.sensitivity > 0
+    (0.05, True)
+    """
+    eps = V.positive_finite(epsilon, "epsilon")
+    mode = V.check_alternative(alternative)
+    user_rng = None if rng is None else V.check_rng(rng)
+    sample_rng = user_rng if user_rng is not None else np.random.default_rng()
+    cs = _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
+                         ridge_lambda, kernel_sigma, sample_rng, kernel_approximation,
+                         n_features, feature_rng)
+    scores = _kernels.rank_scores(_oriented(cs.statistics, mode), cs.sensitivity)
+    c_hat, info = report_noisy_max(scores, eps, user_rng)
+    m = cs.statistics.shape[0] - 1
+    caveats = []
+    if not info.hardened:
+        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
+                       "hardened against floating-point attacks; use rng=None for a release.")
+    caveats.append("the p-value is the privately selected rank; the paper proves accuracy "
+                   "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
+    record = PrivacyRecord(
+        epsilon=eps, mechanism=info.mechanism, sensitivity=cs.sensitivity,
+        noise_scale=info.scale, hardened=info.hardened, ridge_lambda=cs.ridge_lambda,
+        kernel_sigma=cs.kernel_sigma,
+        bounds={"y_bound": cs.y_bound, "x_residual_bound": cs.x_residual_bound},
+        guarantee=(f"(rank, pvalue) is {eps:g}-differentially private under replacement of one "
+                   "row of (x, every resample, y, z), given the public bounds (data clipped)"
+                   + ("" if info.hardened else ", for idealised real-valued exponential noise")),
+        caveats=tuple(caveats))
+    return PrivateTestResult(statistic=float(c_hat), pvalue=(1.0 + c_hat) / (m + 1.0),
+                             alternative=alternative,
+                             method="Private conditional randomization test (PrivCRT)", n=cs.n,
+                             privacy=record, statistic_name="rank", n_resamples=m)
+
+
+def crt(x, y, z, *, model_x, n_resamples=199, x_resamples=None, alternative="two-sided",
+        rng=None, statistic=None, ridge_lambda=5.0, kernel_sigma=1.0):
+    """Conditional randomization test (non-private, model-X), exact finite-sample p-value.
+
+    Parameters
+    ----------
+    x, y : array-like (n,)
+    z : array-like (n, d) or (n,)
+    model_x : ModelX or array-like
+        As in :func:`crt_statistics`.
+    n_resamples : int, default 199
+    x_resamples : array-like (m, n), optional
+    alternative : {"two-sided", "greater", "less"}
+        Ranks T, |T| or -T.
+    rng : None, int or Generator
+        Randomness of the resampling.
+    statistic : callable, optional
+        ``statistic(x, y, z) -> float``, applied to the observed x and to each
+        resample; the CRT is valid for every statistic.  Default: the
+        residual-product sum T = sum_i (x_i - E[X | z_i]) r_Y,i with r_Y the
+        KRR residuals of y on z (``ridge_lambda``, ``kernel_sigma``), unclipped.
+
+    Returns
+    -------
+    CRTResult
+        ``pvalue`` = (1 + #{j >= 1 : T_j >= T_0}) / (m + 1) (ties count against
+        rejection), ``statistic`` = T_0, and the resampled statistics.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(6)
+    >>> z = rng.normal(size=200); x = np.sin(z) + rng.normal(size=200)
+    >>> y = rng.normal(size=200)
+    >>> mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    >>> res = privci.crt(x, y, z, model_x=mx, n_resamples=99, rng=0)
+    >>> 0.01 <= res.pvalue <= 1
+    True
+    """
+    mode = V.check_alternative(alternative)
+    rng = V.check_rng(rng)
+    xa = _univariate(V.as_data(x, "x"), "x")
+    ya = V.as_data(y, "y")
+    _univariate(ya, "y")
+    za = V.as_data(z, "z")
+    n = V.check_same_rows(x=xa[:, None], y=ya, z=za)
+    V.check_min_n(n, 2, "the CRT")
+    mu, xr = _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng)
+    x_all = np.vstack([xa[None, :], xr])
+    if statistic is None:
+        lam = V.positive_finite(ridge_lambda, "ridge_lambda")
+        sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+        ry = krr_residuals(za, ya.copy(), sigma, lam)[:, 0]
+        stats = _kernels.crt_statistics(np.ascontiguousarray(x_all - mu[None, :]),
+                                        np.ascontiguousarray(ry))
+    elif callable(statistic):
+        yv, zv = ya[:, 0], (za[:, 0] if za.shape[1] == 1 else za)
+        stats = np.array([float(statistic(row, yv, zv)) for row in x_all])
+        if not np.all(np.isfinite(stats)):
+            raise ValueError("`statistic` returned NaN or inf.")
+    else:
+        raise TypeError(f"`statistic` must be None or a callable; got {type(statistic).__name__} instead.")
+    o = _oriented(stats, mode)
+    m = x_all.shape[0] - 1
+    pval = (1.0 + np.count_nonzero(o[1:] >= o[0])) / (m + 1.0)
+    return CRTResult(statistic=float(stats[0]), pvalue=float(pval), alternative=alternative,
+                     method="Conditional randomization test (model-X)", n=n, n_resamples=m,
+                     resampled_statistics=stats[1:])

@@ -1,0 +1,463 @@
+"""The Generalised Covariance Measure test (Shah & Peters) and its private version.
+
+Public functions: :func:`gcm`, :func:`gcm_from_residuals`,
+:func:`residual_products` (the PrivGCM transformation) and :func:`privgcm`
+(Algorithm 1 of Kalemaj, Kasiviswanathan & Ramdas).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.special import ndtr
+
+from . import _kernels, _validation as V
+from .mechanisms import laplace_mechanism
+from .regression import (DEFAULT_CV_LAMBDAS, gcm_sensitivity, krr_cv_residuals,
+                         krr_residuals, rff_frequencies)
+from .results import GCMResult, PrivacyRecord, PrivateTestResult, ResidualProducts
+
+__all__ = ["gcm", "gcm_from_residuals", "residual_products", "privgcm",
+           "DegenerateStatisticWarning"]
+
+DEFAULT_PRIVATE_CV_LAMBDAS = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+
+
+class DegenerateStatisticWarning(RuntimeWarning):
+    """The residual products have zero variance, so the GCM statistic is undefined."""
+
+
+# --------------------------------------------------------------------------- statistic
+
+def _pvalue_normal(stat, mode):
+    if mode == 0:
+        return float(2.0 * ndtr(-abs(stat)))
+    if mode == 1:
+        return float(ndtr(-stat))
+    return float(ndtr(stat))
+
+
+def _statistic_from_products(prod, n_sim, mode, rng):
+    """GCM statistic and p-value from an (n, k) matrix of residual products.
+
+    k = 1: sqrt(n) mean / sd with a normal p-value.  k > 1: R's max statistic
+    with ``n_sim`` Gaussian multiplier draws from ``rng``.
+    """
+    n, k = prod.shape
+    if k == 1:
+        stat, sd = _kernels.gcm_univariate(prod[:, 0])
+        if not sd > 0:
+            warnings.warn("the residual products have zero variance, so the GCM statistic is "
+                          "undefined; returning statistic = nan and pvalue = nan.",
+                          DegenerateStatisticWarning, stacklevel=3)
+            return np.nan, np.nan
+        return float(stat), _pvalue_normal(stat, mode)
+    scaled, min_sd = _kernels.standardise_columns(prod)
+    if not min_sd > 0:
+        warnings.warn("a column of residual products has zero variance, so the GCM max "
+                      "statistic is undefined; returning statistic = nan and pvalue = nan.",
+                      DegenerateStatisticWarning, stacklevel=3)
+        return np.nan, np.nan
+    draws = rng.standard_normal((n_sim, n))
+    stat, sims = _kernels.gcm_max_statistic(scaled, draws, mode)
+    pval = (1.0 + np.count_nonzero(sims >= stat)) / (n_sim + 1.0)
+    return float(stat), float(pval)
+
+
+def _method_name(k, private=False):
+    base = "Generalised covariance measure test"
+    if private:
+        base = "Private generalised covariance measure test (PrivGCM)"
+    return base + (" (multivariate max statistic, multiplier bootstrap)" if k > 1 else "")
+
+
+def gcm_from_residuals(resid_x, resid_y, *, n_sim=499, alternative="two-sided", rng=None):
+    """GCM test on given residuals (R's ``gcm.test(resid.XonZ=, resid.YonZ=)``).
+
+    Parameters
+    ----------
+    resid_x : array-like, shape (n,) or (n, p)
+        Residuals of X on Z.
+    resid_y : array-like, shape (n,) or (n, q)
+        Residuals of Y on Z.
+    n_sim : int, default 499
+        Number of Gaussian multiplier draws for the multivariate test.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` rejects for a positive expected conditional covariance.
+    rng : None, int or numpy Generator
+        Source of the multiplier draws (multivariate only).
+
+    Returns
+    -------
+    GCMResult
+
+    Notes
+    -----
+    Univariate (p = q = 1): R = resid_x * resid_y, statistic
+    sqrt(n) mean(R) / sqrt(mean(R^2) - mean(R)^2), normal p-value.
+    Multivariate: the p*q product columns (x index fastest) are each divided
+    by their population standard deviation; statistic sqrt(n) max_k |mean_k|;
+    p-value (1 + #{S_b >= statistic}) / (n_sim + 1) with
+    S_b = max_k |sum_i R_ik g_ib| / sqrt(n), g ~ N(0, 1), as in R.
+    Products with zero variance make the statistic undefined: the result then
+    has ``statistic = pvalue = nan`` and a :class:`DegenerateStatisticWarning`
+    is issued.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(0)
+    >>> rx, ry = rng.normal(size=200), rng.normal(size=200)
+    >>> res = privci.gcm_from_residuals(rx, ry)
+    >>> 0 <= res.pvalue <= 1
+    True
+    """
+    rx = V.as_data(resid_x, "resid_x", min_rows=2)
+    ry = V.as_data(resid_y, "resid_y", min_rows=2)
+    V.check_same_rows(resid_x=rx, resid_y=ry)
+    n_sim = V.check_int(n_sim, "n_sim", 1)
+    mode = V.check_alternative(alternative)
+    rng = V.check_rng(rng)
+    prod = _kernels.residual_products(rx, ry)
+    stat, pval = _statistic_from_products(prod, n_sim, mode, rng)
+    k = prod.shape[1]
+    return GCMResult(statistic=stat, pvalue=pval, alternative=alternative,
+                     method=_method_name(k), n=rx.shape[0], resid_x=rx, resid_y=ry,
+                     n_sim=n_sim if k > 1 else None)
+
+
+def _sklearn_residuals(regressor, z, U):
+    from sklearn.base import clone
+
+    out = np.empty_like(U)
+    for c in range(U.shape[1]):
+        est = clone(regressor)
+        est.fit(z, U[:, c])
+        out[:, c] = U[:, c] - np.asarray(est.predict(z), dtype=np.float64).ravel()
+    return out
+
+
+def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambda=None,
+        cv_lambdas=None, cv_folds=10, n_sim=499, alternative="two-sided", rng=None):
+    """Generalised Covariance Measure test of X independent of Y given Z (non-private).
+
+    Reproduces R's ``GeneralisedCovarianceMeasure::gcm.test`` with
+    ``regr.method = "kernel.ridge"`` (see ``../shared/r-parity``).
+
+    Parameters
+    ----------
+    x : array-like, shape (n,) or (n, p)
+    y : array-like, shape (n,) or (n, q)
+    z : array-like, shape (n, d) or (n,), or None
+        None means no conditioning: the residuals are x and y themselves.
+    regressor : "kernel_ridge" or a scikit-learn regressor
+        ``"kernel_ridge"`` is R's ``kernel.ridge``: Gaussian RBF kernel
+        exp(-kernel_sigma ||z - z'||^2) and alpha = (K + n lambda I)^-1 u.
+        Any object with ``fit``/``predict`` is cloned and fitted per column;
+        residuals are in-sample, as in R.
+    kernel_sigma : float, default 1.0
+        RBF parameter (R's ``regr.pars$sigma``).
+    ridge_lambda : float or None, default None
+        None chooses lambda per column by CVST-compatible cross-validation over
+        ``cv_lambdas``; a number fixes it.
+    cv_lambdas : sequence of float, default 10**-6, ..., 10**4 (11 values)
+    cv_folds : int, default 10
+        Contiguous unshuffled folds as in CVST; needs n >= 2 * cv_folds.
+    n_sim : int, default 499
+        Multiplier draws for the multivariate test.
+    alternative : {"two-sided", "greater", "less"}
+    rng : None, int or numpy Generator
+        Randomness for the multivariate multiplier draws.
+
+    Returns
+    -------
+    GCMResult
+        ``statistic``, ``pvalue``, ``alternative``, ``method``, ``n``, the
+        lambdas used per column and the residuals.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(1)
+    >>> z = rng.normal(size=300)
+    >>> x = np.sin(z) + rng.normal(size=300)
+    >>> y = np.cos(z) + rng.normal(size=300)
+    >>> res = privci.gcm(x, y, z, ridge_lambda=0.01)
+    >>> res.pvalue > 0.001
+    True
+    """
+    xa = V.as_data(x, "x", min_rows=2)
+    ya = V.as_data(y, "y", min_rows=2)
+    za = V.as_data(z, "z", allow_none=True, min_rows=2)
+    n = V.check_same_rows(x=xa, y=ya, z=za)
+    n_sim = V.check_int(n_sim, "n_sim", 1)
+    mode = V.check_alternative(alternative)
+    rng = V.check_rng(rng)
+    V.check_min_n(n, 3, "the GCM test")
+    lam_x = lam_y = None
+    p = xa.shape[1]
+    U = np.concatenate([xa, ya], axis=1)
+    if za is None:
+        resid = U
+    elif isinstance(regressor, str):
+        if regressor != "kernel_ridge":
+            raise ValueError("`regressor` must be 'kernel_ridge' or a scikit-learn regressor "
+                             f"with fit/predict; got {regressor!r} instead.")
+        sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+        if ridge_lambda is None:
+            folds = V.check_int(cv_folds, "cv_folds", 2)
+            grid = DEFAULT_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
+            grid = np.asarray(grid, dtype=np.float64).ravel()
+            if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
+                raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
+                                 f"numbers; got {cv_lambdas!r} instead.")
+            V.check_min_n(n, 2 * folds, f"{folds}-fold cross-validation (cv_folds = {folds})")
+            resid, chosen, _ = krr_cv_residuals(za, U, sigma, grid, folds)
+        else:
+            lam = V.positive_finite(ridge_lambda, "ridge_lambda")
+            resid = krr_residuals(za, U, sigma, lam)
+            chosen = np.full(U.shape[1], lam)
+        lam_x = tuple(float(v) for v in chosen[:p])
+        lam_y = tuple(float(v) for v in chosen[p:])
+    elif hasattr(regressor, "fit") and hasattr(regressor, "predict"):
+        resid = _sklearn_residuals(regressor, za, U)
+    else:
+        raise TypeError("`regressor` must be 'kernel_ridge' or an object with fit/predict; "
+                        f"got {type(regressor).__name__} instead.")
+    rx = np.ascontiguousarray(resid[:, :p])
+    ry = np.ascontiguousarray(resid[:, p:])
+    prod = _kernels.residual_products(rx, ry)
+    stat, pval = _statistic_from_products(prod, n_sim, mode, rng)
+    k = prod.shape[1]
+    return GCMResult(statistic=stat, pvalue=pval, alternative=alternative,
+                     method=_method_name(k), n=n, ridge_lambda_x=lam_x, ridge_lambda_y=lam_y,
+                     resid_x=rx, resid_y=ry, n_sim=n_sim if k > 1 else None)
+
+
+# --------------------------------------------------------------------------- PrivGCM
+
+def _check_approximation(kernel_approximation, n_features):
+    if kernel_approximation not in ("exact", "rff"):
+        raise ValueError("`kernel_approximation` must be 'exact' or 'rff'; "
+                         f"got {kernel_approximation!r} instead.")
+    if kernel_approximation == "rff":
+        return V.check_int(n_features, "n_features", 1)
+    return None
+
+
+def _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas, kernel_approximation,
+                       n_features, feature_rng):
+    """KRR residuals for the private tests; returns (resid, lambda_for_bound, caveats)."""
+    caveats = []
+    if isinstance(ridge_lambda, str):
+        if ridge_lambda != "cv":
+            raise ValueError("`ridge_lambda` must be a positive number or 'cv' (opt-in "
+                             f"tuning); got {ridge_lambda!r} instead.")
+        if kernel_approximation != "exact":
+            raise ValueError("`ridge_lambda='cv'` is only available with kernel_approximation='exact'.")
+        grid = DEFAULT_PRIVATE_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
+        grid = np.asarray(grid, dtype=np.float64).ravel()
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
+            raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
+                             f"numbers; got {cv_lambdas!r} instead.")
+        V.check_min_n(za.shape[0], 20, "ridge_lambda='cv' (10-fold cross-validation)")
+        resid, _, _ = krr_cv_residuals(za, U, sigma, grid, 10)
+        lam_bound = float(grid.min())
+        caveats.append("ridge_lambda was tuned by cross-validation on the private data "
+                       "(opt-in): the epsilon guarantee does NOT cover the tuning step; the "
+                       f"sensitivity uses the grid minimum lambda = {lam_bound:g}.")
+        return resid, lam_bound, caveats
+    lam = V.positive_finite(ridge_lambda, "ridge_lambda")
+    freqs = None
+    if kernel_approximation == "rff":
+        frng = V.check_rng(feature_rng)
+        freqs = rff_frequencies(za.shape[1], n_features, sigma, frng)
+    resid = krr_residuals(za, U, sigma, lam, kernel_approximation=kernel_approximation,
+                          freqs=freqs)
+    return resid, lam, caveats
+
+
+def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
+                       kernel_approximation, n_features, feature_rng, min_n=2):
+    xa = V.as_data(x, "x", min_rows=1)
+    ya = V.as_data(y, "y", min_rows=1)
+    za = V.as_data(z, "z", min_rows=1)
+    n = V.check_same_rows(x=xa, y=ya, z=za)
+    V.check_min_n(n, min_n, "PrivGCM")
+    xb = V.positive_bounds(x_bound, "x_bound", xa.shape[1])
+    yb = V.positive_bounds(y_bound, "y_bound", ya.shape[1])
+    sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+    n_features = _check_approximation(kernel_approximation, n_features)
+    p, q = xa.shape[1], ya.shape[1]
+    U = np.concatenate([_kernels.clip_scale(xa, xb), _kernels.clip_scale(ya, yb)], axis=1)
+    resid, lam, caveats = _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas,
+                                             kernel_approximation, n_features, feature_rng)
+    prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
+                                      np.ascontiguousarray(resid[:, p:]))
+    sens = p * q * gcm_sensitivity(lam)
+    rp = ResidualProducts(products=prod if prod.shape[1] > 1 else prod[:, 0], sensitivity=sens,
+                          ridge_lambda=lam, kernel_sigma=sigma, x_bound=xb, y_bound=yb,
+                          shape_xy=(p, q), kernel_approximation=kernel_approximation)
+    return rp, caveats
+
+
+def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
+                      kernel_approximation="exact", n_features=512, feature_rng=None):
+    """The PrivGCM transformation: clip, rescale, KRR residuals, products, sensitivity.
+
+    Parameters
+    ----------
+    x : array-like, shape (n,) or (n, p)
+    y : array-like, shape (n,) or (n, q)
+    z : array-like, shape (n, d) or (n,)
+        Not bounded.
+    x_bound, y_bound : float or array of one per column
+        Public bounds, fixed before seeing the data.  Values outside
+        [-bound, bound] are clipped to the bound (silently: a count of clipped
+        values would leak), then divided by the bound.
+    ridge_lambda : float, default 5.0
+        Ridge parameter in the package's parameterisation (the paper's
+        lambda_K = 2 * ridge_lambda = 10).  Must not be chosen from the data.
+    kernel_sigma : float, default 1.0
+        Gaussian kernel exp(-kernel_sigma ||z - z'||^2), data-independent
+        default; put Z on a known scale first.
+    kernel_approximation : {"exact", "rff"}, default "exact"
+        ``"rff"`` uses ``n_features`` paired random Fourier features (norm
+        exactly 1, so the same sensitivity holds) drawn from ``feature_rng``,
+        a stream independent of the data.
+    n_features : int, default 512
+    feature_rng : None, int or numpy Generator
+
+    Returns
+    -------
+    ResidualProducts
+        ``.products`` of shape (n,) (or (n, p*q), x index fastest) and
+        ``.sensitivity``, the certified L1 bound p * q * C(ridge_lambda) of
+        the change of ``.products`` when one row (x_i, y_i, z_i) is replaced.
+        These values are NOT private: add noise (see :func:`privgcm`).
+
+    Notes
+    -----
+    C(lambda) = 4 (1 + 1/sqrt(lambda)) (1 + 1/sqrt(lambda) + 2/lambda^1.5 + 2/lambda)
+    is the paper's Lemma (Sensitivity of residual products) re-derived for
+    the objective lambda ||f||^2 + (1/n) sum (u_i - f(z_i))^2, i.e. the
+    paper's lambda_K = 2 lambda; see :func:`privci.regression.gcm_sensitivity`.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(2)
+    >>> z = rng.normal(size=100); x = rng.normal(size=100); y = rng.normal(size=100)
+    >>> rp = privci.residual_products(x, y, z, x_bound=4, y_bound=4)
+    >>> rp.products.shape, round(rp.sensitivity, 3)
+    ((100,), 11.729)
+    """
+    rp, _ = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
+                               kernel_approximation, n_features, feature_rng)
+    return rp
+
+
+def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
+            alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
+            kernel_approximation="exact", n_features=512, feature_rng=None):
+    """Differentially private GCM test (PrivGCM, Algorithm 1 of the paper).
+
+    Computes the KRR residual products of x/x_bound and y/y_bound on z (see
+    :func:`residual_products`), adds Laplace noise of scale
+    sensitivity / epsilon to every product, and computes the GCM statistic and
+    p-value on the noisy products (post-processing).
+
+    Parameters
+    ----------
+    x, y, z : array-like
+        x (n,) or (n, p); y (n,) or (n, q); z (n, d) or (n,).
+    epsilon : float
+        Privacy parameter (> 0).  The released (statistic, p-value) is
+        epsilon-DP under the replacement of one row (x_i, y_i, z_i).
+    x_bound, y_bound : float or one per column
+        Public bounds; data outside are clipped.
+    ridge_lambda : float or "cv", default 5.0
+        Fixed before seeing the data (the default is the paper's
+        lambda_K = 10).  ``"cv"`` opts in to cross-validation over
+        ``cv_lambdas`` on the private data: the result then states that the
+        epsilon guarantee does not cover the tuning step.
+    kernel_sigma : float, default 1.0
+    alternative : {"two-sided", "greater", "less"}
+    rng : None, int or numpy Generator
+        None (default): OpenDP's exact, floating-point-safe Laplace sampler.
+        Given: numpy noise from that generator (reproducible, not hardened;
+        the result says so).
+    n_sim : int, default 499
+        Multiplier draws for multivariate x or y.
+    cv_lambdas : sequence, optional
+        Grid for ``ridge_lambda="cv"`` (default 5, 10, 20, ..., 1000).
+    kernel_approximation, n_features, feature_rng
+        See :func:`residual_products`.
+
+    Returns
+    -------
+    PrivateTestResult
+        ``statistic`` and ``pvalue`` computed on noisy products and the
+        ``privacy`` record (epsilon, mechanism, sensitivity, noise scale,
+        hardened or not, hyper-parameters, bounds, caveats).  No un-noised
+        quantity is stored.
+
+    Notes
+    -----
+    Sensitivity (package parameterisation, lambda_K = 2 lambda).  Kusner et
+    al.'s Theorem 5, for the objective (lambda_K/2)||w||^2 + (1/n) sum (u_i -
+    <w, phi(z_i)>)^2 with |u| <= 1 and ||phi|| <= 1, gives
+    ||w|| <= sqrt(2/lambda_K) = 1/sqrt(lambda) and a prediction change under
+    replacement of one row of at most 8 sqrt(2)/(lambda_K^1.5 n) +
+    8/(lambda_K n) = (4/lambda^1.5 + 4/lambda)/n.  Hence |r| <= 1 + 1/sqrt(lambda),
+    c1 = 2 + 2/sqrt(lambda), c2 = 4/lambda^1.5 + 4/lambda, and the paper's
+    Lemma gives ||R - R'||_1 <= c1^2 + c1 c2 =
+    4 (1 + 1/sqrt(lambda)) (1 + 1/sqrt(lambda) + 2/lambda^1.5 + 2/lambda) = C(lambda).
+    For p x q columns the L1 sensitivity adds: p q C(lambda).  The Gaussian
+    kernel has k(z, z) = 1, as the bound requires.
+
+    Under the null and the paper's "good fit" conditions the statistic is
+    asymptotically N(0, 1); under alternatives it is centred at
+    sqrt(n) rho / sigma' with sigma'^2 = sigma^2 + 2 (x_bound y_bound C / epsilon)^2.
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(3)
+    >>> z = rng.normal(size=500); x = np.sin(z) + rng.normal(size=500)
+    >>> y = np.cos(z) + rng.normal(size=500)
+    >>> res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7)
+    >>> res.privacy.hardened, 0 <= res.pvalue <= 1
+    (False, True)
+    """
+    eps = V.positive_finite(epsilon, "epsilon")
+    mode = V.check_alternative(alternative)
+    n_sim = V.check_int(n_sim, "n_sim", 1)
+    user_rng = None if rng is None else V.check_rng(rng)
+    rp, caveats = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma,
+                                     cv_lambdas, kernel_approximation, n_features, feature_rng)
+    prod = rp.products.reshape(rp.products.shape[0], -1)
+    noisy, info = laplace_mechanism(prod, rp.sensitivity, eps, user_rng)
+    del prod
+    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
+    stat, pval = _statistic_from_products(noisy, n_sim, mode, boot_rng)
+    if not info.hardened:
+        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
+                       "hardened against floating-point attacks; use rng=None for a release.")
+    if kernel_approximation == "rff":
+        caveats.append(f"random Fourier features (D = {n_features}) drawn from feature_rng, "
+                       "independent of the data; same sensitivity constant.")
+    record = PrivacyRecord(
+        epsilon=eps, mechanism=info.mechanism, sensitivity=rp.sensitivity,
+        noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
+        kernel_sigma=rp.kernel_sigma,
+        bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist())},
+        guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement "
+                   "of one row (x_i, y_i, z_i), given the public bounds (data clipped to them)"
+                   + ("" if info.hardened else ", for idealised real-valued Laplace noise")),
+        caveats=tuple(caveats))
+    k = noisy.shape[1]
+    return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
+                             method=_method_name(k, private=True), n=noisy.shape[0],
+                             privacy=record, n_sim=n_sim if k > 1 else None)

@@ -1,0 +1,226 @@
+"""Kernel ridge regression (KRR) and its privacy-relevant constants.
+
+One parameterisation for the whole package, the textbook one used by R's CVST
+(and therefore by GeneralisedCovarianceMeasure's ``kernel.ridge``):
+
+    minimise  (1/n) sum_i (u_i - f(z_i))^2 + lambda ||f||_H^2,
+
+so that alpha = (K + n lambda I)^-1 u, the fitted values are K alpha, and the
+in-sample residual is u - K alpha = n lambda alpha (no extra matrix product).
+The kernel is the Gaussian RBF k(z, z') = exp(-sigma ||z - z'||^2), so
+k(z, z) = 1 and the feature map has norm 1, as the sensitivity bounds need.
+
+Two solvers:
+
+* ``exact``: the Gram matrix is built by a numba kernel (lower triangle only)
+  and factorised in place by LAPACK ``dpotrf``; one factorisation serves every
+  column of x and y that shares lambda.
+* ``rff``: paired random Fourier features phi(z) = D^-1/2 [cos(w.z), sin(w.z)]
+  with w ~ N(0, 2 sigma I) (the spectral density of the kernel), norm exactly
+  1, and the primal ridge solve in 2D dimensions, O(n D^2).  With frequencies
+  drawn independently of the data the same sensitivity constants hold.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy.linalg import lapack
+
+from . import _kernels
+
+__all__ = ["gcm_sensitivity", "crt_sensitivity", "krr_residuals", "krr_cv_residuals",
+           "cvst_folds", "DEFAULT_CV_LAMBDAS", "rff_frequencies"]
+
+DEFAULT_CV_LAMBDAS = tuple(10.0 ** k for k in range(-6, 5))
+
+
+def gcm_sensitivity(ridge_lambda):
+    """L1 sensitivity C(lambda) of the KRR residual products (one column).
+
+    For |x|, |y| <= 1, a kernel with k(z, z) = 1 and the package's ridge
+    parameterisation lambda ||f||^2 + (1/n) sum (u_i - f(z_i))^2, i.e. the
+    paper's lambda_K = 2 lambda:
+
+        C(lambda) = 4 (1 + 1/sqrt(lambda)) (1 + 1/sqrt(lambda) + 2/lambda^1.5 + 2/lambda).
+
+    Derivation: Kusner et al.'s Theorem 5 gives ||w|| <= sqrt(2/lambda_K)
+    = 1/sqrt(lambda) and a prediction change of at most
+    8 sqrt(2)/(lambda_K^1.5 n) + 8/(lambda_K n) = (4/lambda^1.5 + 4/lambda)/n
+    at every point.  With c1 = 2 + 2/sqrt(lambda) (the change of the replaced
+    residual, up to c2/n) and c2 = 4/lambda^1.5 + 4/lambda, and |r| <= c1/2,
+    the paper's Lemma gives ||R - R'||_1 <= c1^2 + c1 c2, which is C(lambda).
+    """
+    lam = float(ridge_lambda)
+    a = 1.0 / math.sqrt(lam)
+    return 4.0 * (1.0 + a) * (1.0 + a + 2.0 * a ** 3 + 2.0 / lam)
+
+
+def crt_sensitivity(ridge_lambda):
+    """Sensitivity Delta_T of T = sum_i r_X,i r_Y,i (PrivCRT), package parameterisation.
+
+    With |r_X| <= 1 (clipped) and |y| <= 1, c1 = 2 + 2/sqrt(lambda),
+    c2 = 4/lambda^1.5 + 4/lambda (see :func:`gcm_sensitivity`), the paper's
+    Lemma gives |T - T'| <= 2 c1 + c2 = 4 (1 + 1/sqrt(lambda) + 1/lambda^1.5 + 1/lambda).
+    """
+    lam = float(ridge_lambda)
+    a = 1.0 / math.sqrt(lam)
+    return 4.0 * (1.0 + a + a ** 3 + 1.0 / lam)
+
+
+# --------------------------------------------------------------------------- exact KRR
+
+def _gram_lower(z, sigma):
+    n = z.shape[0]
+    K = np.empty((n, n))
+    _kernels.rbf_gram_lower(z, float(sigma), K)
+    return K
+
+
+def _cholesky_solve_inplace(K, shift, U):
+    """Solve (K + shift I) A = U using only the lower triangle of the C-ordered K.
+
+    K is overwritten with its factor.  K.T is Fortran-contiguous and holds the
+    data in its upper triangle, so LAPACK works in place without a copy.
+    """
+    n = K.shape[0]
+    K.ravel()[:: n + 1] += shift
+    A = K.T
+    c, info = lapack.dpotrf(A, lower=0, clean=0, overwrite_a=1)
+    if info != 0:
+        return None
+    sol, info = lapack.dpotrs(c, U, lower=0)
+    if info != 0:  # pragma: no cover - dpotrs only fails on bad arguments
+        return None
+    return sol
+
+
+def krr_residuals(z, U, kernel_sigma, ridge_lambda, *, kernel_approximation="exact",
+                  freqs=None):
+    """In-sample KRR residuals of every column of ``U`` on ``z`` with a fixed lambda.
+
+    Parameters
+    ----------
+    z : (n, d) float64, C-contiguous.
+    U : (n, c) float64: the responses (all columns share one factorisation).
+    kernel_sigma, ridge_lambda : float
+    kernel_approximation : {"exact", "rff"}
+    freqs : (D, d) frequencies for ``"rff"`` (see :func:`rff_frequencies`).
+
+    Returns
+    -------
+    (n, c) residuals u - f_hat(z).
+    """
+    n = z.shape[0]
+    shift = n * ridge_lambda
+    if kernel_approximation == "rff":
+        Phi = _kernels.rff_features(z, freqs)
+        G = Phi.T @ Phi
+        G.ravel()[:: G.shape[0] + 1] += shift
+        b = Phi.T @ U
+        c, info = lapack.dpotrf(G, lower=0, clean=0, overwrite_a=1)
+        w, info2 = lapack.dpotrs(c, b, lower=0)
+        if info != 0 or info2 != 0:  # pragma: no cover
+            raise np.linalg.LinAlgError("ridge system on random features is not positive definite")
+        return U - Phi @ w
+    K = _gram_lower(z, kernel_sigma)
+    sol = _cholesky_solve_inplace(K, shift, np.asfortranarray(U))
+    if sol is None:
+        warnings.warn(f"Cholesky factorisation of K + n*lambda*I failed (lambda = {ridge_lambda}); "
+                      "falling back to an eigen-decomposition.", RuntimeWarning, stacklevel=3)
+        K = _gram_lower(z, kernel_sigma)
+        s, V = _eigh_lower(K)
+        filt = shift / np.maximum(s + shift, np.finfo(float).tiny)
+        return V @ (filt[:, None] * (V.T @ U))
+    return shift * sol
+
+
+def rff_frequencies(d, n_features, kernel_sigma, rng):
+    """Draw D frequencies from the spectral density N(0, 2 sigma I) of exp(-sigma ||.||^2)."""
+    return rng.normal(scale=math.sqrt(2.0 * kernel_sigma), size=(n_features, d))
+
+
+# --------------------------------------------------------------------------- CVST CV
+
+def cvst_folds(n, folds):
+    """Validation index sets of CVST::CV (0-based), contiguous and unshuffled.
+
+    CVST uses ``size = n / folds`` and, for fold f = 1..folds, the R sequence
+    ``seq((f-1)*size + 1, f*size)`` used as indices (fractional values are
+    truncated towards zero by R's indexing).  When n is not divisible by
+    ``folds`` some rows belong to no validation fold, exactly as in R.
+    """
+    size = n / folds
+    out = []
+    for f in range(1, folds + 1):
+        start = (f - 1) * size + 1.0
+        stop = f * size
+        k = math.floor(stop - start + 1e-10)
+        seq = start + np.arange(k + 1)
+        idx = np.unique(np.trunc(seq).astype(np.int64) - 1)
+        out.append(idx)
+    return out
+
+
+def _eigh_lower(K):
+    """Eigen-decomposition of the symmetric matrix whose lower triangle K holds (in place)."""
+    s, V, info = lapack.dsyevd(K.T, compute_v=1, lower=0, overwrite_a=1)
+    if info != 0:  # pragma: no cover
+        raise np.linalg.LinAlgError(f"eigen-decomposition failed (LAPACK info {info})")
+    return s, V
+
+
+def krr_cv_residuals(z, U, kernel_sigma, lambdas, folds):
+    """KRR residuals with lambda chosen per column by CVST-compatible cross-validation.
+
+    Reproduces ``CVST::CV`` with its KRR learner: contiguous unshuffled folds
+    (:func:`cvst_folds`), a fit on the training rows with penalty
+    N_train * lambda, the mean over folds of the mean squared validation error,
+    ties to the first lambda in the grid.
+
+    Instead of one solve per lambda per fold, the whole grid shares one
+    eigen-decomposition K = V diag(s) V^T of the full Gram matrix: with
+    G = (K + mu I)^-1 = V diag(1/(s + mu)) V^T, the validation residuals of a
+    fit on the other rows are G_vv^-1 (G u)_v (block inversion), so each
+    (lambda, fold) costs one small |v| x |v| solve.  X and Y (all columns)
+    share the decomposition.  The final residuals for the chosen lambda are
+    V diag(n lambda / (s + n lambda)) V^T u.
+
+    Returns
+    -------
+    resid : (n, c) residuals;  chosen : (c,) lambdas.
+    """
+    n = z.shape[0]
+    lambdas = np.asarray(lambdas, dtype=np.float64)
+    K = _gram_lower(z, kernel_sigma)
+    s, V = _eigh_lower(K)
+    del K
+    W = V.T @ U  # (n, c)
+    fold_idx = cvst_folds(n, folds)
+    Vf = [np.ascontiguousarray(V[idx]) for idx in fold_idx]
+    ncol = U.shape[1]
+    errors = np.zeros((lambdas.size, ncol))
+    for li, lam in enumerate(lambdas):
+        for idx, Vv in zip(fold_idx, Vf):
+            n_train = n - idx.size
+            mu = n_train * lam
+            w = 1.0 / (s + mu)
+            Gvv = (Vv * w) @ Vv.T
+            rhs = Vv @ (w[:, None] * W)
+            c, info = lapack.dpotrf(Gvv, lower=0, clean=0, overwrite_a=1)
+            if info == 0:
+                e, _ = lapack.dpotrs(c, rhs, lower=0)
+            else:  # pragma: no cover - numerically singular block
+                e = np.linalg.lstsq((Vv * w) @ Vv.T, rhs, rcond=None)[0]
+            errors[li] += np.mean(e * e, axis=0)
+    errors /= len(fold_idx)
+    best = np.argmin(errors, axis=0)  # first minimum, like R's which.min
+    chosen = lambdas[best]
+    resid = np.empty_like(U)
+    for c in range(ncol):
+        shift = n * chosen[c]
+        filt = shift / (s + shift)
+        resid[:, c] = V @ (filt * W[:, c])
+    return resid, chosen, errors

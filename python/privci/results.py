@@ -1,0 +1,198 @@
+"""Result objects returned by the tests.
+
+Every test returns a frozen dataclass with ``statistic`` and ``pvalue`` first
+(the habit of :mod:`scipy.stats`).  Private tests carry a :class:`PrivacyRecord`
+that states exactly which guarantee the released numbers have, and never carry
+un-noised intermediate values (residuals, residual products, statistics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import numpy as np
+
+__all__ = ["PrivacyRecord", "GCMResult", "PrivateTestResult", "CRTResult",
+           "ResidualProducts", "CRTStatistics"]
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, np.ndarray):
+        return f"array(shape={v.shape})"
+    if isinstance(v, tuple) and v and isinstance(v[0], float):
+        return "(" + ", ".join(f"{t:.6g}" for t in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+class _ReprMixin:
+    _repr_fields: Tuple[str, ...] = ()
+
+    def __repr__(self):  # pragma: no cover - exercised through str()
+        names = self._repr_fields or tuple(self.__dataclass_fields__)
+        body = ",\n    ".join(f"{k}={_fmt(getattr(self, k))}" for k in names)
+        return f"{type(self).__name__}(\n    {body}\n)"
+
+
+@dataclass(frozen=True, repr=False)
+class PrivacyRecord(_ReprMixin):
+    """What the released output of a private test guarantees.
+
+    Attributes
+    ----------
+    epsilon : float
+        The pure differential-privacy parameter of the release (neighbouring
+        data sets differ in one row, replaced arbitrarily).
+    mechanism : str
+        The noise mechanism, e.g. ``"laplace"`` or ``"report_noisy_max"``.
+    sensitivity : float
+        The certified sensitivity the noise is calibrated to (L1 for the
+        Laplace mechanism, the sensitivity of each score for report-noisy-max).
+    noise_scale : float
+        The scale of the noise actually drawn.
+    hardened : bool
+        True when the noise came from OpenDP's exact samplers (safe against
+        floating-point attacks); False for numpy noise from a user ``rng``.
+    ridge_lambda, kernel_sigma : float
+        The hyper-parameters that enter the sensitivity bound.
+    bounds : dict
+        The public bounds used for clipping.
+    guarantee : str
+        One sentence stating the guarantee.
+    caveats : tuple of str
+        Everything that weakens or qualifies the guarantee.
+    """
+
+    epsilon: float
+    mechanism: str
+    sensitivity: float
+    noise_scale: float
+    hardened: bool
+    ridge_lambda: Optional[float]
+    kernel_sigma: Optional[float]
+    bounds: dict
+    guarantee: str
+    caveats: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, repr=False)
+class GCMResult(_ReprMixin):
+    """Result of the non-private GCM test (:func:`privci.gcm`).
+
+    Attributes
+    ----------
+    statistic : float
+        Univariate: sqrt(n) mean(R) / sd(R).  Multivariate: the max statistic
+        sqrt(n) max_k |mean(R_k)| / sd(R_k).
+    pvalue : float
+        Normal p-value (univariate) or multiplier-bootstrap p-value
+        (multivariate).
+    alternative, method : str
+    n : int
+    ridge_lambda_x, ridge_lambda_y : tuple of float or None
+        The ridge parameter used for each column of x and y (None when the
+        residuals were not from kernel ridge regression).
+    resid_x, resid_y : ndarray
+        The residuals of x on z and y on z, shape (n, p) and (n, q).
+    n_sim : int or None
+        Number of multiplier draws (multivariate only).
+    """
+
+    statistic: float
+    pvalue: float
+    alternative: str
+    method: str
+    n: int
+    ridge_lambda_x: Optional[Tuple[float, ...]] = None
+    ridge_lambda_y: Optional[Tuple[float, ...]] = None
+    resid_x: Optional[np.ndarray] = field(default=None, compare=False)
+    resid_y: Optional[np.ndarray] = field(default=None, compare=False)
+    n_sim: Optional[int] = None
+
+
+@dataclass(frozen=True, repr=False)
+class PrivateTestResult(_ReprMixin):
+    """Result of a differentially private test.
+
+    Only the released quantities are stored: the statistic computed on noisy
+    values (or, for PrivCRT, the privately selected rank) and its p-value, with
+    the :class:`PrivacyRecord` that says what they guarantee.
+    """
+
+    statistic: float
+    pvalue: float
+    alternative: str
+    method: str
+    n: int
+    privacy: PrivacyRecord
+    statistic_name: str = "statistic"
+    n_resamples: Optional[int] = None
+    n_sim: Optional[int] = None
+
+    def __repr__(self):
+        head = (f"{type(self).__name__}(\n    statistic={_fmt(self.statistic)},"
+                f"\n    pvalue={_fmt(self.pvalue)},\n    alternative={self.alternative!r},"
+                f"\n    method={self.method!r},\n    n={self.n},")
+        if self.n_resamples is not None:
+            head += f"\n    n_resamples={self.n_resamples},"
+        p = self.privacy
+        priv = (f"\n    privacy: epsilon={_fmt(p.epsilon)} ({p.mechanism}, sensitivity="
+                f"{_fmt(p.sensitivity)}, noise scale={_fmt(p.noise_scale)}, "
+                f"{'hardened OpenDP noise' if p.hardened else 'NOT hardened: seeded numpy noise'})"
+                f"\n    guarantee: {p.guarantee}")
+        for c in p.caveats:
+            priv += f"\n    caveat: {c}"
+        return head + priv + "\n)"
+
+
+@dataclass(frozen=True, repr=False)
+class CRTResult(_ReprMixin):
+    """Result of the non-private conditional randomization test."""
+
+    statistic: float
+    pvalue: float
+    alternative: str
+    method: str
+    n: int
+    n_resamples: int
+    resampled_statistics: np.ndarray = field(compare=False, default=None)
+
+
+@dataclass(frozen=True, repr=False)
+class ResidualProducts(_ReprMixin):
+    """Output of the PrivGCM transformation (:func:`privci.residual_products`).
+
+    ``products`` has a certified L1 sensitivity ``sensitivity`` (over all
+    columns) under the replacement of one row.  These are *un-noised* private
+    values: never release them.
+    """
+
+    products: np.ndarray
+    sensitivity: float
+    ridge_lambda: float
+    kernel_sigma: float
+    x_bound: np.ndarray
+    y_bound: np.ndarray
+    shape_xy: Tuple[int, int]
+    kernel_approximation: str = "exact"
+
+
+@dataclass(frozen=True, repr=False)
+class CRTStatistics(_ReprMixin):
+    """Output of the PrivCRT transformation (:func:`privci.crt_statistics`).
+
+    ``statistics[0]`` is T_0 on the observed x, ``statistics[1:]`` on the
+    resamples; each has sensitivity at most ``sensitivity`` (Delta_T).  These
+    are *un-noised* private values: never release them.
+    """
+
+    statistics: np.ndarray
+    sensitivity: float
+    ridge_lambda: float
+    kernel_sigma: float
+    y_bound: float
+    x_residual_bound: float
+    kernel_approximation: str = "exact"
+    n: int = 0
