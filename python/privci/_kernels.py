@@ -16,6 +16,9 @@ from numba import njit, prange
 # alternative codes shared by the kernels
 TWO_SIDED, GREATER, LESS = 0, 1, 2
 
+# products whose variance is below this fraction of their mean square are constant
+DEGENERATE_RTOL = 1e-10
+
 
 @njit(cache=True, inline="always")
 def _fill_gram_row(z, sigma, out, i):
@@ -80,7 +83,9 @@ def gcm_univariate(prod):
     """Return (statistic, sd) of sqrt(n) mean(R) / sqrt(mean(R^2) - mean(R)^2).
 
     Uses R's formula for the population standard deviation.  When the
-    standard deviation is not positive the statistic is NaN.
+    variance is not above DEGENERATE_RTOL * mean(R^2) (the level at which the
+    formula's cancellation leaves no correct digit worth reporting) the
+    products are treated as constant: statistic NaN and sd 0.
     """
     n = prod.shape[0]
     s1 = 0.0
@@ -90,7 +95,7 @@ def gcm_univariate(prod):
         s2 += prod[i] * prod[i]
     m = s1 / n
     var = s2 / n - m * m
-    if not var > 0.0:
+    if not var > DEGENERATE_RTOL * (s2 / n):
         return np.nan, 0.0
     sd = math.sqrt(var)
     return math.sqrt(n) * m / sd, sd
@@ -110,7 +115,7 @@ def standardise_columns(prod):
             s2 += prod[i, c] * prod[i, c]
         m = s1 / n
         var = s2 / n - m * m
-        sd = math.sqrt(var) if var > 0.0 else 0.0
+        sd = math.sqrt(var) if var > DEGENERATE_RTOL * (s2 / n) else 0.0
         if sd < min_sd:
             min_sd = sd
         inv = 1.0 / sd if sd > 0.0 else np.nan
