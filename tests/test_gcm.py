@@ -1,0 +1,171 @@
+"""Behaviour of the non-private GCM: inputs, alternatives, regressors, degenerate cases."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import naive
+import privci
+from privci import DegenerateStatisticWarning
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(10)
+    n = 120
+    z = rng.normal(size=(n, 2))
+    x = np.sin(z[:, 0]) + rng.normal(size=n)
+    y = np.cos(z[:, 1]) + 0.4 * x + rng.normal(size=n)
+    return x, y, z
+
+
+def test_univariate_statistic_matches_naive(data):
+    x, y, z = data
+    res = privci.gcm(x, y, z, ridge_lambda=0.1, kernel_sigma=0.5)
+    rx = naive.krr_residuals(z, x, 0.5, 0.1)
+    ry = naive.krr_residuals(z, y, 0.5, 0.1)
+    stat = naive.gcm_univariate(rx * ry)
+    assert res.statistic == pytest.approx(stat, abs=1e-10)
+    assert res.pvalue == pytest.approx(naive.gcm_pvalue(stat, "two-sided"), abs=1e-12)
+    assert res.ridge_lambda_x == (0.1,) and res.ridge_lambda_y == (0.1,)
+    assert res.n == 120 and res.alternative == "two-sided"
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_alternatives_univariate(data, alternative):
+    x, y, z = data
+    res = privci.gcm(x, y, z, ridge_lambda=0.1, alternative=alternative)
+    assert res.pvalue == pytest.approx(naive.gcm_pvalue(res.statistic, alternative), abs=1e-14)
+
+
+def test_alternative_one_sided_relation(data):
+    x, y, z = data
+    g = privci.gcm(x, y, z, ridge_lambda=0.1, alternative="greater").pvalue
+    l_ = privci.gcm(x, y, z, ridge_lambda=0.1, alternative="less").pvalue
+    assert g + l_ == pytest.approx(1.0, abs=1e-12)
+
+
+def test_z_none_uses_raw_variables(data):
+    x, y, _ = data
+    res = privci.gcm(x, y)
+    assert res.statistic == pytest.approx(naive.gcm_univariate(x * y), abs=1e-12)
+    assert res.ridge_lambda_x is None
+
+
+def test_accepts_lists_and_pandas(data):
+    pd = pytest.importorskip("pandas")
+    x, y, z = data
+    ref = privci.gcm(x, y, z, ridge_lambda=0.1)
+    df = pd.DataFrame(z, columns=["a", "b"])
+    r1 = privci.gcm(pd.Series(x), pd.Series(y), df, ridge_lambda=0.1)
+    r2 = privci.gcm(list(x), list(y), z.tolist(), ridge_lambda=0.1)
+    assert r1.statistic == ref.statistic == r2.statistic
+
+
+def test_one_dimensional_z_equals_column(data):
+    x, y, z = data
+    a = privci.gcm(x, y, z[:, 0], ridge_lambda=0.1)
+    b = privci.gcm(x, y, z[:, :1], ridge_lambda=0.1)
+    assert a.statistic == b.statistic
+
+
+def test_sklearn_regressor_in_sample_residuals(data):
+    from sklearn.linear_model import LinearRegression
+    x, y, z = data
+    res = privci.gcm(x, y, z, regressor=LinearRegression())
+    X1 = np.column_stack([np.ones(len(x)), z])
+    rx = x - X1 @ np.linalg.lstsq(X1, x, rcond=None)[0]
+    ry = y - X1 @ np.linalg.lstsq(X1, y, rcond=None)[0]
+    assert res.statistic == pytest.approx(naive.gcm_univariate(rx * ry), abs=1e-9)
+
+
+def test_multivariate_matches_naive_and_is_seeded(data):
+    x, y, z = data
+    rng = np.random.default_rng(0)
+    X = np.column_stack([x, rng.normal(size=len(x))])
+    Y = np.column_stack([y, rng.normal(size=len(x)), rng.normal(size=len(x))])
+    r1 = privci.gcm(X, Y, z, ridge_lambda=0.1, n_sim=300, rng=42)
+    r2 = privci.gcm(X, Y, z, ridge_lambda=0.1, n_sim=300, rng=42)
+    assert r1.pvalue == r2.pvalue and r1.n_sim == 300
+    Rm = naive.residual_products(r1.resid_x, r1.resid_y)
+    draws = np.random.default_rng(42).standard_normal((300, len(x)))
+    stat, sims = naive.gcm_max(Rm, draws)
+    assert r1.statistic == pytest.approx(stat, rel=1e-12)
+    assert r1.pvalue == pytest.approx((1 + np.sum(sims >= stat)) / 301, abs=1e-12)
+
+
+def test_cv_with_n_not_divisible_by_folds():
+    rng = np.random.default_rng(3)
+    n = 137
+    z = rng.normal(size=n) * 2
+    x = np.sin(z) + rng.normal(size=n) * 0.3
+    y = rng.normal(size=n)
+    res = privci.gcm(x, y, z)
+    for col, lam in ((x, res.ridge_lambda_x[0]), (y, res.ridge_lambda_y[0])):
+        ref, _ = naive.cvst_cv_lambda(z[:, None], col, 1.0, np.array(privci.regression.DEFAULT_CV_LAMBDAS), 10)
+        assert lam == ref
+
+
+def test_zero_variance_products_warn_and_return_nan():
+    x = np.ones(50)
+    y = np.arange(50.0)
+    with pytest.warns(DegenerateStatisticWarning, match="zero variance"):
+        res = privci.gcm(x, np.ones(50))
+    assert np.isnan(res.statistic) and np.isnan(res.pvalue)
+    with pytest.warns(DegenerateStatisticWarning):
+        res = privci.gcm_from_residuals(np.column_stack([x, y]), np.ones(50))
+    assert np.isnan(res.pvalue)
+
+
+def test_no_warning_on_regular_data(data):
+    x, y, z = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        privci.gcm(x, y, z, ridge_lambda=1.0)
+
+
+def test_repr_is_readable(data):
+    x, y, z = data
+    text = repr(privci.gcm(x, y, z, ridge_lambda=1.0))
+    assert "statistic=" in text and "pvalue=" in text and "GCMResult" in text
+
+
+X, Y, Z = np.arange(30.0), np.sin(np.arange(30.0)), np.cos(np.arange(30.0))
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(x=X[:-1]), ValueError, r"same number of rows.*`x` has 29"),
+    (dict(z=np.ones((29, 2))), ValueError, r"`z` has 29"),
+    (dict(x=np.where(X > 5, np.nan, X)), ValueError, r"`x` contains NaN"),
+    (dict(y=np.where(X > 5, np.inf, X)), ValueError, r"`y` contains inf"),
+    (dict(z=np.ones((30, 2, 2))), ValueError, r"`z` must be 1-D .* shape \(30, 2, 2\)"),
+    (dict(x="abc"), TypeError, r"`x` must be array-like"),
+    (dict(x=np.array(["a"] * 30)), TypeError, r"`x` must be numeric"),
+    (dict(kernel_sigma=0.0), ValueError, r"`kernel_sigma` must be a positive finite number; got 0.0"),
+    (dict(kernel_sigma=-1), ValueError, r"`kernel_sigma`.*got -1"),
+    (dict(ridge_lambda=-0.5), ValueError, r"`ridge_lambda`.*got -0.5"),
+    (dict(ridge_lambda=float("nan")), ValueError, r"`ridge_lambda`.*nan"),
+    (dict(alternative="two.sided"), ValueError, r"`alternative` must be one of .*'two.sided'"),
+    (dict(regressor="xgboost"), ValueError, r"`regressor` must be 'kernel_ridge'.*'xgboost'"),
+    (dict(regressor=3), TypeError, r"`regressor`.*int"),
+    (dict(n_sim=0), ValueError, r"`n_sim` must be an integer >= 1; got 0"),
+    (dict(n_sim=1.5), TypeError, r"`n_sim` must be an integer"),
+    (dict(cv_folds=20), ValueError, r"too few samples.*cross-validation.*n = 30"),
+    (dict(cv_lambdas=[1.0, -1.0]), ValueError, r"`cv_lambdas`"),
+    (dict(x=X[:2], y=Y[:2], z=Z[:2]), ValueError, r"too few samples"),
+    (dict(rng="seed"), TypeError, r"`rng`"),
+])
+def test_gcm_bad_input(kwargs, exc, match):
+    args = dict(x=X, y=Y, z=Z)
+    args.update(kwargs)
+    x, y, z = args.pop("x"), args.pop("y"), args.pop("z")
+    with pytest.raises(exc, match=match):
+        privci.gcm(x, y, z, **args)
+
+
+def test_gcm_from_residuals_bad_input():
+    with pytest.raises(ValueError, match="`resid_x`.*`resid_y`|same number of rows"):
+        privci.gcm_from_residuals(np.ones(5), np.ones(6))
+    with pytest.raises(ValueError, match="`resid_y` contains NaN"):
+        privci.gcm_from_residuals(np.ones(5), [1, 2, np.nan, 3, 4])
