@@ -1,0 +1,314 @@
+"""PrivGCM: certified sensitivity, calibrated noise, honest privacy record, level and power."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st, target
+from scipy import stats
+
+import naive
+import privci
+from privci import mechanisms
+
+AUDIT = {"max_ratio": 0.0}
+
+
+def _l1_change(x, y, z, i, new_row, **kw):
+    a = privci.residual_products(x, y, z, **kw)
+    x2, y2, z2 = x.copy(), y.copy(), z.copy()
+    x2[i], y2[i], z2[i] = new_row
+    b = privci.residual_products(x2, y2, z2, **kw)
+    assert a.sensitivity == b.sensitivity
+    ratio = np.abs(a.products - b.products).sum() / a.sensitivity
+    AUDIT["max_ratio"] = max(AUDIT["max_ratio"], ratio)
+    return ratio
+
+
+def _random_data(rng, n, d, p=1, q=1):
+    z = rng.normal(scale=2.0, size=(n, d))
+    x = rng.normal(size=(n, p)) + np.sin(z[:, :1])
+    y = rng.normal(size=(n, q)) - np.sin(z[:, :1])
+    return x, y, z
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.5, 5.0, 50.0])
+@pytest.mark.parametrize("sigma", [0.1, 1.0, 10.0])
+def test_sensitivity_audit_random_and_pushed_rows(lam, sigma):
+    """Neighbours replace one row by a random row, a row at the bounds, a row beyond the
+    bounds (clipped), a row far out in Z and a duplicate of another row's z: the L1 change
+    of the products never exceeds the certified sensitivity."""
+    rng = np.random.default_rng(int(lam * 100 + sigma * 10))
+    kw = dict(x_bound=3.0, y_bound=3.0, ridge_lambda=lam, kernel_sigma=sigma)
+    for n, d in [(5, 1), (40, 1), (60, 3)]:
+        x, y, z = _random_data(rng, n, d)
+        x, y = x[:, 0], y[:, 0]
+        for _ in range(6):
+            i = int(rng.integers(n))
+            rows = [
+                (rng.normal(), rng.normal(), rng.normal(size=d)),
+                (3.0, -3.0, z[(i + 1) % n]),                       # at bounds, duplicate z
+                (-50.0, 80.0, rng.normal(size=d)),                  # beyond bounds: clipped
+                (3.0, 3.0, np.full(d, 1e3)),                        # far out in Z
+                (-3.0, 3.0, z[i] + 1e-3),                            # tiny z move, extreme x, y
+            ]
+            for row in rows:
+                assert _l1_change(x, y, z, i, row, **kw) <= 1.0 + 1e-12
+
+
+def test_sensitivity_audit_all_rows_at_bounds():
+    """Adversarial: all points at +-bound, alternating signs, one row flipped."""
+    rng = np.random.default_rng(7)
+    for lam in [0.01, 0.1, 1.0, 5.0]:
+        n = 30
+        z = np.repeat(rng.normal(size=(3, 1)), 10, axis=0)   # clustered z: strong fit
+        x = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+        y = x.copy()
+        for i in range(0, n, 7):
+            r = _l1_change(x, y, z, i, (-x[i], y[i], z[i]), x_bound=1, y_bound=1,
+                           ridge_lambda=lam, kernel_sigma=1.0)
+            assert r <= 1.0 + 1e-12
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(2, 25), lam=st.sampled_from([0.01, 0.1, 1.0, 5.0]),
+       sigma=st.sampled_from([0.05, 0.5, 5.0]), seed=st.integers(0, 2**31 - 1),
+       newx=st.floats(-2, 2), newy=st.floats(-2, 2), newz=st.floats(-1e3, 1e3))
+def test_sensitivity_audit_hypothesis(n, lam, sigma, seed, newx, newy, newz):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 1))
+    x = np.clip(rng.normal(size=n), -1, 1)
+    y = np.clip(x * rng.choice([-1, 1]) + 0.1 * rng.normal(size=n), -1, 1)
+    i = int(rng.integers(n))
+    r = _l1_change(x, y, z, i, (newx, newy, np.array([newz])), x_bound=1, y_bound=1,
+                   ridge_lambda=lam, kernel_sigma=sigma)
+    target(r)
+    assert r <= 1.0 + 1e-12
+
+
+def test_sensitivity_audit_multivariate():
+    rng = np.random.default_rng(11)
+    x, y, z = _random_data(rng, 30, 2, p=2, q=3)
+    a = privci.residual_products(x, y, z, x_bound=[2, 3], y_bound=2.5, ridge_lambda=0.5)
+    assert a.products.shape == (30, 6)
+    assert a.sensitivity == pytest.approx(6 * privci.gcm_sensitivity(0.5))
+    for i in range(0, 30, 5):
+        x2, y2, z2 = x.copy(), y.copy(), z.copy()
+        x2[i], y2[i], z2[i] = [9, -9], [-9, 9, 9], [50, -50]
+        b = privci.residual_products(x2, y2, z2, x_bound=[2, 3], y_bound=2.5, ridge_lambda=0.5)
+        assert np.abs(a.products - b.products).sum() <= a.sensitivity
+
+
+def test_report_audit_ratio():
+    """Runs last in this module: prints the largest ratio seen (for the closing note)."""
+    print(f"\nlargest L1 change / sensitivity seen: {AUDIT['max_ratio']:.4f}")
+    assert 0.0 < AUDIT["max_ratio"] <= 1.0
+
+
+def test_clipping_and_rescaling():
+    rng = np.random.default_rng(1)
+    n = 40
+    z = rng.normal(size=(n, 1))
+    x = rng.normal(size=n) * 10
+    y = rng.normal(size=n) * 10
+    rp = privci.residual_products(x, y, z, x_bound=2.0, y_bound=5.0, ridge_lambda=1.0)
+    rx = naive.krr_residuals(z, np.clip(x, -2, 2) / 2, 1.0, 1.0)
+    ry = naive.krr_residuals(z, np.clip(y, -5, 5) / 5, 1.0, 1.0)
+    np.testing.assert_allclose(rp.products, rx * ry, atol=1e-12)
+
+
+def test_privgcm_uses_exactly_scale_sensitivity_over_epsilon():
+    """The seeded statistic equals the GCM statistic of products + Laplace(sens/eps) noise
+    drawn from the same generator."""
+    rng = np.random.default_rng(2)
+    x, y, z = _random_data(rng, 80, 2)
+    res = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123)
+    rp = privci.residual_products(x, y, z, x_bound=3, y_bound=3)
+    noise = np.random.default_rng(123).laplace(0.0, rp.sensitivity / 0.7, size=(80, 1))
+    stat = naive.gcm_univariate(rp.products + noise[:, 0])
+    assert res.statistic == pytest.approx(stat, rel=1e-12)
+    assert res.privacy.noise_scale == rp.sensitivity / 0.7
+    assert res.privacy.sensitivity == rp.sensitivity
+    assert not res.privacy.hardened and any("not hardened" in c for c in res.privacy.caveats)
+
+
+@pytest.mark.parametrize("hardened", [False, True])
+def test_laplace_noise_distribution_ks(hardened):
+    """KS test of the noise against Laplace(0, sensitivity/epsilon); fixed seed for the
+    numpy path, OpenDP's own entropy for the hardened path (false-failure rate 1e-3)."""
+    sens, eps = privci.gcm_sensitivity(5.0), 1.3
+    zeros = np.zeros(20000)
+    rng = None if hardened else np.random.default_rng(99)
+    noisy, info = mechanisms.laplace_mechanism(zeros, sens, eps, rng)
+    assert info.hardened == hardened
+    assert info.scale >= sens / eps and info.scale <= sens / eps * (1 + 1e-9)
+    p = stats.kstest(noisy, stats.laplace(scale=sens / eps).cdf).pvalue
+    assert p > 1e-3
+    # and it is not some other scale: 20% larger is rejected
+    assert stats.kstest(noisy, stats.laplace(scale=1.2 * sens / eps).cdf).pvalue < 1e-6
+
+
+def test_opendp_map_certifies_epsilon():
+    for lam in [0.3, 5.0, 40.0]:
+        sens = privci.gcm_sensitivity(lam)
+        for eps in [0.1, 1.0, 7.0, 1 / 3]:
+            meas, scale, spent = mechanisms._opendp_laplace(sens, eps)
+            assert meas.map(sens) <= eps
+            assert spent <= eps and scale >= sens / eps
+
+
+def test_hardened_result_record():
+    rng = np.random.default_rng(3)
+    x, y, z = _random_data(rng, 50, 1)
+    res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=3, y_bound=3)
+    p = res.privacy
+    assert p.hardened and "OpenDP" in p.mechanism and p.epsilon == 2.0
+    assert p.ridge_lambda == 5.0 and p.kernel_sigma == 1.0
+    assert p.bounds == {"x_bound": (3.0,), "y_bound": (3.0,)}
+    assert "2-differentially private" in p.guarantee and p.caveats == ()
+    assert "epsilon=2" in repr(res)
+
+
+def test_result_carries_no_unnoised_values():
+    rng = np.random.default_rng(4)
+    x, y, z = _random_data(rng, 60, 1)
+    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=0)
+    for f in dataclasses.fields(res):
+        v = getattr(res, f.name)
+        assert not isinstance(v, np.ndarray), f.name
+    for f in dataclasses.fields(res.privacy):
+        assert not isinstance(getattr(res.privacy, f.name), np.ndarray)
+
+
+def test_cv_opt_in_states_caveat():
+    rng = np.random.default_rng(5)
+    x, y, z = _random_data(rng, 60, 1)
+    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, ridge_lambda="cv", rng=0)
+    assert any("does NOT cover the tuning" in c for c in res.privacy.caveats)
+    assert res.privacy.ridge_lambda == 5.0   # bound uses the grid minimum
+    assert res.privacy.sensitivity == pytest.approx(privci.gcm_sensitivity(5.0))
+
+
+def test_multivariate_privgcm_noise_over_all_columns():
+    rng = np.random.default_rng(6)
+    x, y, z = _random_data(rng, 100, 1, p=2, q=2)
+    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
+    assert res.privacy.sensitivity == pytest.approx(4 * privci.gcm_sensitivity(5.0))
+    assert res.privacy.noise_scale == pytest.approx(res.privacy.sensitivity)
+    assert res.n_sim == 200 and 0 < res.pvalue <= 1
+    again = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
+    assert again.statistic == res.statistic and again.pvalue == res.pvalue
+
+
+def test_seeded_reproducible_and_hardened_varies():
+    rng = np.random.default_rng(7)
+    x, y, z = _random_data(rng, 50, 1)
+    a = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
+    b = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
+    assert a.statistic == b.statistic
+    c = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
+    d = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
+    assert c.statistic != d.statistic
+
+
+X, Y, Z = np.linspace(-1, 1, 20), np.cos(np.arange(20.0)), np.sin(np.arange(20.0))
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(epsilon=0), ValueError, r"`epsilon` must be a positive finite number; got 0"),
+    (dict(epsilon=-1.0), ValueError, r"`epsilon`.*got -1.0"),
+    (dict(epsilon=float("inf")), ValueError, r"`epsilon`.*inf"),
+    (dict(epsilon="1"), TypeError, r"`epsilon`.*str"),
+    (dict(x_bound=None), TypeError, r"`x_bound` is required"),
+    (dict(y_bound=0.0), ValueError, r"`y_bound` must be a positive finite number; got 0.0"),
+    (dict(y_bound=-2), ValueError, r"`y_bound`.*-2"),
+    (dict(x_bound=[1, 2]), ValueError, r"`x_bound` must be a number or have one entry per column \(1\)"),
+    (dict(x=np.where(X > 0.5, np.nan, X)), ValueError, r"`x` contains NaN"),
+    (dict(z=np.where(Z > 0.5, np.inf, Z)), ValueError, r"`z` contains inf"),
+    (dict(y=Y[:-3]), ValueError, r"same number of rows.*`y` has 17"),
+    (dict(z=None), TypeError, r"`z` must be array-like; got None"),
+    (dict(ridge_lambda=0), ValueError, r"`ridge_lambda`.*got 0"),
+    (dict(ridge_lambda="auto"), ValueError, r"`ridge_lambda` must be a positive number or 'cv'"),
+    (dict(kernel_sigma=-3), ValueError, r"`kernel_sigma`.*-3"),
+    (dict(alternative="bigger"), ValueError, r"`alternative`.*'bigger'"),
+    (dict(kernel_approximation="nystrom"), ValueError, r"`kernel_approximation`.*'nystrom'"),
+    (dict(x=X[:1], y=Y[:1], z=Z[:1]), ValueError, r"too few samples.*n = 1"),
+])
+def test_privgcm_bad_input(kwargs, exc, match):
+    args = dict(x=X, y=Y, z=Z, epsilon=1.0, x_bound=1.0, y_bound=1.0)
+    args.update(kwargs)
+    x, y, z = args.pop("x"), args.pop("y"), args.pop("z")
+    with pytest.raises(exc, match=match):
+        privci.privgcm(x, y, z, rng=0, **args)
+
+
+# --------------------------------------------------------------------------- level and power
+
+def sim_bounds(beta, s=2.0):
+    """Public bounds: 4 standard deviations of X and Y in the paper's simulation."""
+    ef2 = np.exp(-s ** 2) * 0.5 * (1 - np.exp(-2 * s ** 2 * 4))  # E f_s(Z)^2 for Z ~ N(0, 4)
+    return 4 * np.sqrt(1 + ef2), 4 * np.sqrt(1 + beta ** 2 + ef2)
+
+
+def rejection_rate(n, d, eps, beta, reps, seed, **kw):
+    ss = np.random.SeedSequence(seed)
+    a, b = sim_bounds(beta)
+    rej, stats_ = 0, []
+    for child in ss.spawn(reps):
+        rng = np.random.default_rng(child)
+        x, y, z = naive.paper_data(rng, n, d=d, beta=beta)
+        r = privci.privgcm(x, y, z, epsilon=eps, x_bound=a, y_bound=b, rng=rng, **kw)
+        rej += r.pvalue < 0.05
+        stats_.append(r.statistic)
+    return rej / reps, np.array(stats_)
+
+
+def test_level_quick():
+    """Reduced level check (200 replications, n = 500, d = 1, epsilon = 1): rejection rate
+    within [0.01, 0.10]; a correct test fails this with probability about 0.3%."""
+    rate, _ = rejection_rate(500, 1, 1.0, 0.0, 200, seed=2024)
+    assert 0.01 <= rate <= 0.10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [1, 5])
+@pytest.mark.parametrize("eps", [1.0, 7.0])
+def test_level_paper_setting(d, eps):
+    """beta = 0, n = 1000, 400 replications: rejection rate in [0.02, 0.08] (±2.75 binomial
+    sd around 0.05: a correct test fails one cell with probability about 0.6%)."""
+    rate, stats_ = rejection_rate(1000, d, eps, 0.0, 400, seed=100 + d * 10 + int(eps))
+    print(f"\nlevel d={d} eps={eps}: {rate:.4f}; mean T {stats_.mean():.3f}, sd {stats_.std():.3f}")
+    assert 0.02 <= rate <= 0.08
+
+
+def predicted_mean(n, beta, eps, lam=5.0):
+    """sqrt(n) rho / sigma' of the power theorem, in the rescaled units the code uses."""
+    a, b = sim_bounds(beta)
+    rho = beta / (a * b)
+    sigma = np.sqrt(1 + 2 * beta ** 2) / (a * b)
+    delta = privci.gcm_sensitivity(lam)
+    return np.sqrt(n) * rho / np.sqrt(sigma ** 2 + 2 * (delta / eps) ** 2)
+
+
+@pytest.mark.slow
+def test_power_mean_matches_theorem_and_grows_with_n():
+    """d = 1, beta = 1.5, epsilon = 7: the mean of T over 300 replications is within
+    4 standard errors (+0.05 for the finite-sample fit) of sqrt(n) rho / sigma'; the rejection
+    rate increases from n = 250 to 1000 to 4000."""
+    rates = []
+    for n, reps in [(250, 300), (1000, 300), (4000, 150)]:
+        rate, st_ = rejection_rate(n, 1, 7.0, 1.5, reps, seed=n)
+        pred = predicted_mean(n, 1.5, 7.0)
+        se = st_.std(ddof=1) / np.sqrt(reps)
+        print(f"\nn={n}: mean T {st_.mean():.3f} (predicted {pred:.3f}, se {se:.3f}), "
+              f"rejection {rate:.3f}")
+        assert abs(st_.mean() - pred) <= 4 * se + 0.05
+        rates.append(rate)
+    assert rates[0] < rates[1] < rates[2]
+
+
+def test_power_mean_quick():
+    """Quick version: n = 1000, 150 replications, 4-standard-error band (+0.05)."""
+    _, st_ = rejection_rate(1000, 1, 7.0, 1.5, 150, seed=77)
+    se = st_.std(ddof=1) / np.sqrt(150)
+    assert abs(st_.mean() - predicted_mean(1000, 1.5, 7.0)) <= 4 * se + 0.05
