@@ -1,0 +1,60 @@
+# One entry point for a fresh machine (Debian + Python 3.11, root):
+#   make demo   installs the package and runs the main job on the built-in examples
+#   make test   installs everything (R from Debian, two Python environments) and runs all tests
+#
+# Two environments, because Debian's reticulate 1.28 cannot load NumPy 2:
+#   .venv-r    numpy 1.26.4 + rpy2<3.6: the whole suite, R wrapper and rpy2 parity included
+#   .venv-np2  numpy 2.x: the Python suite again (tests marked `r` deselected)
+
+PYTHON ?= python3
+VENV_R := .venv-r
+VENV_NP2 := .venv-np2
+APT_PACKAGES := r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-knitr \
+                r-cran-rmarkdown r-cran-roxygen2 pandoc
+PYTEST_ARGS ?=
+
+.PHONY: demo test system venvs test-python test-r vignettes-quick clean
+
+demo:
+	$(PYTHON) -m pip install --quiet .
+	privci demo
+
+system:
+	@if ! command -v R >/dev/null || ! Rscript -e 'for (p in c("reticulate","testthat","knitr","rmarkdown","roxygen2")) stopifnot(requireNamespace(p, quietly=TRUE))' >/dev/null 2>&1 || ! command -v pandoc >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	fi
+
+$(VENV_R)/.done: pyproject.toml
+	$(PYTHON) -m venv $(VENV_R)
+	$(VENV_R)/bin/pip install --quiet --upgrade pip
+	$(VENV_R)/bin/pip install --quiet "numpy==1.26.4" ".[test,r]"
+	touch $@
+
+$(VENV_NP2)/.done: pyproject.toml
+	$(PYTHON) -m venv $(VENV_NP2)
+	$(VENV_NP2)/bin/pip install --quiet --upgrade pip
+	$(VENV_NP2)/bin/pip install --quiet "numpy>=2" ".[test]"
+	touch $@
+
+venvs: system $(VENV_R)/.done $(VENV_NP2)/.done
+	# reinstall the package itself (not its dependencies) so the venvs test this checkout
+	$(VENV_R)/bin/pip install --quiet --no-deps --force-reinstall .
+	$(VENV_NP2)/bin/pip install --quiet --no-deps --force-reinstall .
+
+test-r: venvs
+	bash .ci/r_check.sh $(CURDIR)/$(VENV_R)/bin/python
+
+test-python: venvs
+	RETICULATE_PYTHON=$(CURDIR)/$(VENV_R)/bin/python $(VENV_R)/bin/python -m pytest tests $(PYTEST_ARGS)
+	$(VENV_NP2)/bin/python -c "import numpy; assert numpy.__version__ >= '2', numpy.__version__; print('numpy', numpy.__version__)"
+	$(VENV_NP2)/bin/python -m pytest tests -m "not r" $(PYTEST_ARGS)
+
+vignettes-quick: venvs
+	@set -e; for f in vignettes/[0-9]*.py; do \
+		[ -e "$$f" ] || continue; echo "== $$f --quick"; \
+		MPLBACKEND=Agg $(VENV_NP2)/bin/python $$f --quick; done
+
+test: test-r vignettes-quick test-python
+
+clean:
+	rm -rf $(VENV_R) $(VENV_NP2) build *.egg-info
