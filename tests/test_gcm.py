@@ -169,3 +169,22 @@ def test_gcm_from_residuals_bad_input():
         privci.gcm_from_residuals(np.ones(5), np.ones(6))
     with pytest.raises(ValueError, match="`resid_y` contains NaN"):
         privci.gcm_from_residuals(np.ones(5), [1, 2, np.nan, 3, 4])
+
+
+def test_gcm_rff_option_approximates_exact_kernel():
+    rng = np.random.default_rng(21)
+    n = 1500
+    z = rng.normal(size=(n, 2))
+    x = np.sin(z[:, 0]) + rng.normal(size=n)
+    y = np.cos(z[:, 1]) + rng.normal(size=n)
+    exact = privci.gcm(x, y, z, ridge_lambda=1e-3, kernel_sigma=0.5)
+    approx = privci.gcm(x, y, z, ridge_lambda=1e-3, kernel_sigma=0.5, kernel_approximation="rff",
+                        n_features=1024, feature_rng=3)
+    # random features approximate the kernel: residuals close, statistic close
+    assert np.sqrt(np.mean((exact.resid_x - approx.resid_x) ** 2)) < 0.05
+    assert abs(exact.statistic - approx.statistic) < 0.1
+    again = privci.gcm(x, y, z, ridge_lambda=1e-3, kernel_sigma=0.5, kernel_approximation="rff",
+                       n_features=1024, feature_rng=3)
+    assert again.statistic == approx.statistic
+    with pytest.raises(ValueError, match="needs a fixed `ridge_lambda`"):
+        privci.gcm(x, y, z, kernel_approximation="rff")

@@ -143,7 +143,8 @@ def _sklearn_residuals(regressor, z, U):
 
 
 def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambda=None,
-        cv_lambdas=None, cv_folds=10, n_sim=499, alternative="two-sided", rng=None):
+        cv_lambdas=None, cv_folds=10, n_sim=499, alternative="two-sided", rng=None,
+        kernel_approximation="exact", n_features=512, feature_rng=None):
     """Generalised Covariance Measure test of X independent of Y given Z (non-private).
 
     Reproduces R's ``GeneralisedCovarianceMeasure::gcm.test`` with
@@ -173,6 +174,13 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     alternative : {"two-sided", "greater", "less"}
     rng : None, int or numpy Generator
         Randomness for the multivariate multiplier draws.
+    kernel_approximation : {"exact", "rff"}, default "exact"
+        ``"rff"`` replaces the exact kernel by ``n_features`` paired random
+        Fourier features drawn from ``feature_rng`` (O(n D^2) instead of
+        O(n^3)); it needs a fixed ``ridge_lambda``.
+    n_features : int, default 512
+    feature_rng : None, int or numpy Generator
+        Stream of the random frequencies, separate from ``rng``.
 
     Returns
     -------
@@ -209,6 +217,10 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
             raise ValueError("`regressor` must be 'kernel_ridge' or a scikit-learn regressor "
                              f"with fit/predict; got {regressor!r} instead.")
         sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+        n_features = _check_approximation(kernel_approximation, n_features)
+        if ridge_lambda is None and kernel_approximation == "rff":
+            raise ValueError("`kernel_approximation='rff'` needs a fixed `ridge_lambda`; got None "
+                             "(cross-validation is only available for the exact kernel).")
         if ridge_lambda is None:
             folds = V.check_int(cv_folds, "cv_folds", 2)
             grid = DEFAULT_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
@@ -220,7 +232,11 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
             resid, chosen, _ = krr_cv_residuals(za, U, sigma, grid, folds)
         else:
             lam = V.positive_finite(ridge_lambda, "ridge_lambda")
-            resid = krr_residuals(za, U, sigma, lam)
+            freqs = None
+            if kernel_approximation == "rff":
+                freqs = rff_frequencies(za.shape[1], n_features, sigma, V.check_rng(feature_rng))
+            resid = krr_residuals(za, U, sigma, lam, kernel_approximation=kernel_approximation,
+                                  freqs=freqs)
             chosen = np.full(U.shape[1], lam)
         lam_x = tuple(float(v) for v in chosen[:p])
         lam_y = tuple(float(v) for v in chosen[p:])
