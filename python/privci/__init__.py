@@ -18,6 +18,17 @@ from .results import (CRTResult, CRTStatistics, GCMResult, PrivacyRecord, Privat
 
 __version__ = "0.1.0"
 
+_LAZY_SUBMODULES = ("baselines", "simulate", "experiments", "mechanisms", "regression", "cli")
+
+
+def __getattr__(name):
+    # submodules with heavier dependencies load on first use, keeping `import privci` fast
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "gcm", "gcm_from_residuals", "residual_products", "privgcm",
     "crt_statistics", "privcrt", "crt", "GaussianModelX", "ModelX",
