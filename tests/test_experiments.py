@@ -156,6 +156,10 @@ def test_csv_roundtrip_and_resume(tmp_path):
     more = E.run(TESTS, GRID, n_reps=4, seed=5, scheduler="serial", out=out, progress=False)
     assert len(more) == len(ref) * 4 // 3
     pd.testing.assert_frame_equal(_strip(more[more.rep < 3]), _strip(ref))
+    # fewer replications, or a sub-grid, read back only what was asked for
+    few = E.run(TESTS, {**GRID, "n": [60]}, n_reps=2, seed=5, scheduler="serial", out=out,
+                progress=False)
+    pd.testing.assert_frame_equal(_strip(few), _strip(ref[(ref.rep < 2) & (ref.n == 60)]))
 
 
 def test_resume_refuses_a_different_layout(tmp_path):

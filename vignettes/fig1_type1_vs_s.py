@@ -7,8 +7,9 @@
 # and PrivCRT keep it for s in {1, 2, 4, 8, 16, 32} and d in {1, 5}.
 #
 # Run: `python vignettes/fig1_type1_vs_s.py [--quick] [--reps R] [--n N] [--workers k]`.
-# Full run here: n = 2000 (not 10^4: exact KRR at 10^4 costs ~7 s per test on
-# one core), 200 replications per point; `--n 10000` gives the paper's size.
+# Default ("full") run here: n = 1000, 100 replications per point (exact KRR
+# at n = 10^4 costs ~7 s per test on one core); `--n 10000 --reps 500` is the
+# paper's size.
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -35,9 +36,9 @@ def main():
                 "epsilon": [2.0]}
         reps = args.reps or 5
     else:
-        grid = {"n": [args.n or 2000], "d": [1, 5], "s": [1, 2, 4, 8, 16, 32], "beta": [0.0],
+        grid = {"n": [args.n or 1000], "d": [1, 5], "s": [1, 2, 4, 8, 16, 32], "beta": [0.0],
                 "epsilon": [2.0]}
-        reps = args.reps or 200
+        reps = args.reps or 100
     with U.Timer() as tm:
         table = experiments.run(tests, grid, n_reps=reps, out=U.csv_path(args, "fig1"),
                                 **U.run_kwargs(args))

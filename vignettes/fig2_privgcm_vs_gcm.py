@@ -7,10 +7,11 @@
 # (b) against n in [10^2, 10^4] for beta = 0 and beta > 0: at d = 5 the GCM's
 # type-I error grows with n.
 #
-# Full run here: (a) n = 2000; (b) n in {100, 316, 1000, 3162} with exact
-# KRR, plus n = 10^4 at d = 5, beta = 0 with random Fourier features
-# (D = 256 frequency pairs, same lambda and kernel) for the one claim that
-# needs large n; 200 replications per point.
+# Default ("full") run here: (a) n = 1000; (b) n in {100, 316, 1000, 3162}
+# with exact KRR, plus n = 10^4 at d = 5, beta = 0 with random Fourier
+# features (D = 256 frequency pairs, same lambda and kernel) for the one
+# claim that needs large n; 100 replications per point.  Paper scale:
+# `--n 10000 --reps 500`.
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -39,8 +40,8 @@ def main():
         grid_b = {"n": [100, 300], "d": [1, 5], "s": [2.0], "beta": [0.0, 1.0], "epsilon": [7.0]}
         grid_c = {"n": [1000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
     else:
-        reps = args.reps or 200
-        grid_a = {"n": [args.n or 2000], "d": [1, 5], "s": [2.0], "beta": BETAS, "epsilon": [7.0]}
+        reps = args.reps or 100
+        grid_a = {"n": [args.n or 1000], "d": [1, 5], "s": [2.0], "beta": BETAS, "epsilon": [7.0]}
         grid_b = {"n": [100, 316, 1000, 3162], "d": [1, 5], "s": [2.0], "beta": [0.0, 1.0],
                   "epsilon": [7.0]}
         grid_c = {"n": [10000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}

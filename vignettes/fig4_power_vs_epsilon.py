@@ -6,8 +6,8 @@
 #
 # Here d = 1, s = 2, beta in {0, 1} (the paper does not give its beta).  The
 # two tests see the same data set in each replication (common random
-# numbers), at every epsilon.  Full run: n = 2000 (not 10^4, for cost; use
-# --n 10000), 200 replications.
+# numbers), at every epsilon.  Default ("full") run: n = 1000 (not 10^4, for
+# cost; use --n 10000), 100 replications.
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -30,8 +30,8 @@ def main():
         grid = {"n": [args.n or 300], "d": [1], "s": [2.0], "beta": [0.0, 1.0],
                 "epsilon": [0.125, 1.0, 8.0]}
     else:
-        reps = args.reps or 200
-        grid = {"n": [args.n or 2000], "d": [1], "s": [2.0], "beta": [0.0, 1.0],
+        reps = args.reps or 100
+        grid = {"n": [args.n or 1000], "d": [1], "s": [2.0], "beta": [0.0, 1.0],
                 "epsilon": EPSILONS}
     with U.Timer() as tm:
         tab = experiments.run(TESTS, grid, n_reps=reps, out=U.csv_path(args, "fig4"),

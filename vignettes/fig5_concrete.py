@@ -76,7 +76,7 @@ def main():
         reps = args.reps or 5
         grid = {"n": [100, 300], "x": features[:2], "epsilon": [4.0]}
     else:
-        reps = args.reps or 200
+        reps = args.reps or 100
         grid = {"n": [100, 200, 400, 700, N], "x": features, "epsilon": EPSILONS}
     tests = [{"test": "privgcm", "label": "PrivGCM", **U.PRIVATE},
              {"test": "gcm", "label": "GCM", **U.NONPRIVATE}]

@@ -455,8 +455,9 @@ def run(tests, grid, *, n_reps, seed, data=simulate.paper_data, alpha=0.05, out=
         ``seed, cell_key, test_key, rep, label, test``, the data parameters,
         the test-level grid parameters, ``options`` (JSON of the fixed
         options), ``statistic, pvalue, reject`` (1/0, -1 if the test failed),
-        ``seconds`` (wall time of the test) and ``error``.  With ``out``, the
-        table also contains rows from earlier runs of the same grid.
+        ``seconds`` (wall time of the test) and ``error``.  With ``out``, rows
+        of this grid finished by earlier calls are read back from the file
+        (replications >= ``n_reps`` and other grids in the file are left out).
 
     Examples
     --------
@@ -567,8 +568,13 @@ def run(tests, grid, *, n_reps, seed, data=simulate.paper_data, alpha=0.05, out=
 
     table = pd.DataFrame(new_rows, columns=columns)
     if out is not None:
+        # exactly this run's rows: the file may hold more replications or other grids
         table = load_results(out)
-        table = table[table["seed"] == seed]
+        wanted = {(ck, s.key) for ck in order for s in cell_info[ck]["specs"]}
+        keep = [(c, t) in wanted for c, t in zip(table["cell_key"], table["test_key"])]
+        table = table[np.asarray(keep, dtype=bool) & (table["seed"] == seed).to_numpy()
+                      & (table["rep"] < n_reps).to_numpy()]
+        table = table.drop_duplicates(["cell_key", "test_key", "rep"])
     return _sort(table, order, cell_info)
 
 
