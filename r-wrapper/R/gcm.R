@@ -1,0 +1,165 @@
+#' Generalised covariance measure test (non-private)
+#'
+#' Tests whether X and Y are conditionally independent given Z with the
+#' generalised covariance measure (GCM) of Shah and Peters: regress X and Y
+#' on Z by kernel ridge regression, multiply the residuals and compare their
+#' normalised mean with a standard normal (or, for several columns, the
+#' maximum with a Gaussian multiplier bootstrap). Computed by the Python
+#' function `privci.gcm`, which reproduces
+#' `GeneralisedCovarianceMeasure::gcm.test(X, Y, Z, regr.method = "kernel.ridge")`.
+#'
+#' @section Switching from gcm.test:
+#' `gcm()` accepts the argument names of
+#' `GeneralisedCovarianceMeasure::gcm.test()`, so a call such as
+#' `gcm.test(X, Y, Z, regr.method = "kernel.ridge", regr.pars = list(sigma = 1, lambda = 0.1))`
+#' or `gcm.test(resid.XonZ = rx, resid.YonZ = ry)` runs unchanged with
+#' `privci::gcm` in place of `gcm.test`: `regr.pars$sigma` is
+#' `kernel_sigma`, a single `regr.pars$lambda` is `ridge_lambda` and several
+#' are the cross-validation grid `cv_lambdas`; `nsim` is `n_sim`; `alpha`
+#' only sets the `reject` element. The result also has gcm.test's elements
+#' `test.statistic` and `reject`. Only `regr.method = "kernel.ridge"` is
+#' available; the data arguments are lower case (`x`, `y`, `z`), so calls
+#' that name `X =`, `Y =`, `Z =` need those names changed.
+#'
+#' @param x,y Numeric vectors, matrices or data frames with one row per
+#'   observation (several columns give the multivariate max test). May be
+#'   omitted when both `resid.XonZ` and `resid.YonZ` are given.
+#' @param z Numeric vector, matrix or data frame (n rows), or `NULL` for no
+#'   conditioning (the residuals are then `x` and `y` themselves, as in R).
+#' @param regr.method Only `"kernel.ridge"` (gcm.test's name; `"kernel_ridge"`
+#'   is accepted too).
+#' @param regr.pars gcm.test-style list with optional `sigma` and `lambda`
+#'   (see Details).
+#' @param kernel_sigma RBF kernel parameter: k(z, z') = exp(-kernel_sigma *
+#'   ||z - z'||^2).
+#' @param ridge_lambda `NULL` (choose lambda per column by CVST-compatible
+#'   cross-validation) or a fixed ridge parameter; the fit solves
+#'   alpha = (K + n lambda I)^-1 u.
+#' @param cv_lambdas Cross-validation grid; `NULL` means 10^(-6:4).
+#' @param cv_folds Number of contiguous, unshuffled folds (as in CVST).
+#' @param n_sim Multiplier-bootstrap draws for the multivariate test.
+#' @param alternative `"two.sided"`, `"less"` or `"greater"` (a positive
+#'   expected conditional covariance).
+#' @param seed `NULL` or a whole number: the Python `rng` for the
+#'   multiplier draws (the univariate test uses no randomness).
+#' @param resid.XonZ,resid.YonZ Residuals of X on Z and of Y on Z, if already
+#'   computed (as in gcm.test); a missing one is computed from `x`/`y` and `z`.
+#' @param nsim gcm.test's name for `n_sim`.
+#' @param alpha Level used only for the gcm.test-compatible element `reject`.
+#'
+#' @return A list of class `htest` with `statistic` (`Z`, or `max|Z|` for the
+#'   multivariate test), `parameter` (`n`, and `nsim` for the multivariate
+#'   test), `p.value`, `estimate` (univariate: the mean of the residual
+#'   products, an estimate of E\[cov(X, Y | Z)\]), `null.value`,
+#'   `alternative`, `method` and `data.name`; and `resid_x`, `resid_y` (the
+#'   residual matrices), `ridge_lambda_x`, `ridge_lambda_y` (lambda used per
+#'   column, `NULL` without regression), `n`, `test.statistic` and `reject`.
+#' @seealso [privgcm()] for the differentially private version.
+#' @export
+#' @examples
+#' if (privci_available()) {
+#'   n <- 200
+#'   z <- rnorm(n)
+#'   x <- sin(z) + rnorm(n)
+#'   y <- cos(z) + 0.3 * x + rnorm(n)
+#'   gcm(x, y, z, ridge_lambda = 0.01)
+#'   # the same call as GeneralisedCovarianceMeasure::gcm.test
+#'   gcm(x, y, z, regr.method = "kernel.ridge", regr.pars = list(sigma = 1, lambda = 0.01))
+#' }
+gcm <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list(),
+                kernel_sigma = 1, ridge_lambda = NULL, cv_lambdas = NULL, cv_folds = 10L,
+                n_sim = 499L, alternative = c("two.sided", "less", "greater"),
+                seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL, nsim = NULL,
+                alpha = 0.05) {
+  call <- match.call()
+  alternative <- match.arg(alternative)
+  if (!identical(regr.method, "kernel.ridge") && !identical(regr.method, "kernel_ridge")) {
+    stop("`regr.method` must be \"kernel.ridge\" (the only regression privci::gcm offers); ",
+         "got ", .expr(regr.method), " instead.", call. = FALSE)
+  }
+  unknown <- setdiff(names(regr.pars), c("sigma", "lambda"))
+  if (length(regr.pars) && (is.null(names(regr.pars)) || any(names(regr.pars) == "") ||
+                            length(unknown))) {
+    stop("`regr.pars` may only hold `sigma` and `lambda` (as in gcm.test with ",
+         "regr.method = \"kernel.ridge\"); got names ",
+         .expr(names(regr.pars)), " instead.", call. = FALSE)
+  }
+  if (!is.null(regr.pars$sigma)) {
+    if (!missing(kernel_sigma)) {
+      stop("give `kernel_sigma` or `regr.pars$sigma`, not both.", call. = FALSE)
+    }
+    kernel_sigma <- regr.pars$sigma
+  }
+  if (!is.null(regr.pars$lambda)) {
+    if (!is.null(ridge_lambda) || !is.null(cv_lambdas)) {
+      stop("give `ridge_lambda`/`cv_lambdas` or `regr.pars$lambda`, not both.", call. = FALSE)
+    }
+    if (length(regr.pars$lambda) == 1L) ridge_lambda <- regr.pars$lambda
+    else cv_lambdas <- regr.pars$lambda
+  }
+  if (!is.null(nsim)) {
+    if (!missing(n_sim)) stop("give `n_sim` or `nsim`, not both.", call. = FALSE)
+    n_sim <- nsim
+  }
+  common <- list(n_sim = n_sim, alternative = .py_alternative(alternative),
+                 rng = .py_seed(seed))
+
+  have_rx <- !is.null(resid.XonZ)
+  have_ry <- !is.null(resid.YonZ)
+  fitted <- NULL
+  if (!(have_rx && have_ry)) {
+    if (missing(x) || missing(y)) {
+      stop("give `x` and `y` (with `z`), or both `resid.XonZ` and `resid.YonZ`.", call. = FALSE)
+    }
+    fitted <- .py_call("gcm", c(list(
+      x = .py_data(x), y = .py_data(y), z = .py_data(z), regressor = "kernel_ridge",
+      kernel_sigma = kernel_sigma, ridge_lambda = ridge_lambda, cv_lambdas = cv_lambdas,
+      cv_folds = cv_folds), common), call)
+  }
+  if (have_rx || have_ry) {
+    rx <- .py_data(if (have_rx) resid.XonZ else fitted$resid_x)
+    ry <- .py_data(if (have_ry) resid.YonZ else fitted$resid_y)
+    res <- .py_call("gcm_from_residuals", c(list(resid_x = rx, resid_y = ry), common), call)
+  } else {
+    res <- fitted
+  }
+
+  dname_x <- if (have_rx) paste(.expr(call$resid.XonZ), "(residuals)") else .expr(call$x)
+  dname_y <- if (have_ry) paste(.expr(call$resid.YonZ), "(residuals)") else .expr(call$y)
+  data.name <- paste(dname_x, "and", dname_y)
+  if (!(have_rx && have_ry) && !is.null(call$z)) {
+    data.name <- paste(data.name, "given", .expr(call$z))
+  }
+  .gcm_htest(res, alternative, data.name, alpha)
+}
+
+.gcm_htest <- function(res, alternative, data.name, alpha) {
+  resid_x <- as.matrix(res$resid_x)
+  resid_y <- as.matrix(res$resid_y)
+  multivariate <- ncol(resid_x) * ncol(resid_y) > 1L
+  statistic <- res$statistic
+  names(statistic) <- if (multivariate) "max|Z|" else "Z"
+  parameter <- c(n = res$n)
+  if (multivariate) parameter <- c(parameter, nsim = res$n_sim)
+  estimate <- NULL
+  if (!multivariate) {
+    estimate <- c("E[cov(X, Y | Z)]" = mean(resid_x[, 1] * resid_y[, 1]))
+  }
+  structure(list(
+    statistic = statistic,
+    parameter = parameter,
+    p.value = res$pvalue,
+    estimate = estimate,
+    null.value = c("E[cov(X, Y | Z)]" = 0),
+    alternative = alternative,
+    method = res$method,
+    data.name = data.name,
+    n = res$n,
+    resid_x = resid_x,
+    resid_y = resid_y,
+    ridge_lambda_x = .num(res$ridge_lambda_x),
+    ridge_lambda_y = .num(res$ridge_lambda_y),
+    test.statistic = unname(statistic),
+    reject = isTRUE(res$pvalue < alpha)
+  ), class = "htest")
+}

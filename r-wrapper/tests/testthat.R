@@ -1,0 +1,4 @@
+library(testthat)
+library(privci)
+
+test_check("privci")

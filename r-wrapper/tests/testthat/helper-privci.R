@@ -1,0 +1,36 @@
+# Every test needs the Python side; without it the tests skip with this reason.
+skip_if_no_privci <- function() {
+  skip_if_not(privci_available(),
+              "the Python package privci is not usable from reticulate (see ?privci)")
+}
+
+# A small data set with dependence between x and y given z. R's RNG only
+# makes the data; the tests' own randomness comes from `seed` (numpy).
+sim_data <- function(n = 120, beta = 0.5, d = 1, seed = 1) {
+  set.seed(seed)
+  z <- matrix(rnorm(n * d), n, d)
+  x <- sin(z[, 1]) + rnorm(n)
+  y <- cos(z[, 1]) + beta * x + rnorm(n)
+  list(x = x, y = y, z = if (d == 1) z[, 1] else z)
+}
+
+# Kernel ridge residuals in plain R (the package's parameterisation):
+# alpha = (K + n lambda I)^-1 u, residual = u - K alpha.
+krr_resid_r <- function(u, z, sigma, lambda) {
+  z <- as.matrix(z)
+  K <- exp(-sigma * as.matrix(dist(z))^2)
+  n <- nrow(z)
+  as.vector(u - K %*% solve(K + n * lambda * diag(n), u))
+}
+
+expect_htest <- function(res, statistic_name) {
+  expect_s3_class(res, "htest")
+  expect_named(res$statistic, statistic_name)
+  expect_true(is.numeric(res$p.value) && length(res$p.value) == 1L)
+  expect_true(res$p.value >= 0 && res$p.value <= 1)
+  expect_true(is.character(res$method) && nzchar(res$method))
+  expect_true(res$alternative %in% c("two.sided", "less", "greater"))
+  expect_true(is.character(res$data.name) && nzchar(res$data.name))
+  expect_false(is.null(names(res$parameter)))
+  invisible(res)
+}

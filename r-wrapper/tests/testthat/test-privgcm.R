@@ -1,0 +1,123 @@
+sens_gcm <- function(lambda) {
+  # C(lambda) of the package's PrivGCM sensitivity (see ?privgcm and the paper)
+  s <- 1 / sqrt(lambda)
+  4 * (1 + s) * (1 + s + 2 / lambda^1.5 + 2 / lambda)
+}
+
+test_that("privgcm returns an htest with the privacy record", {
+  skip_if_no_privci()
+  d <- sim_data(n = 200)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1)
+  expect_htest(res, "Z")
+  expect_s3_class(res, "privci_private_htest")
+  expect_equal(res$parameter, c(epsilon = 1))
+  expect_identical(res$data.name, "d$x and d$y given d$z")
+  expect_identical(res$method, "Private generalised covariance measure test (PrivGCM)")
+  expect_identical(res$n, 200L)
+  expect_equal(res$epsilon, 1)
+  expect_equal(res$sensitivity, sens_gcm(5), tolerance = 1e-12)
+  expect_equal(res$noise_scale, res$sensitivity / 1, tolerance = 1e-12)
+  expect_false(res$hardened)
+  expect_equal(res$ridge_lambda, 5)
+  expect_equal(res$kernel_sigma, 1)
+  expect_equal(res$bounds, list(x_bound = 4, y_bound = 4))
+  expect_match(res$guarantee, "1-differentially private", fixed = TRUE)
+  expect_true(any(grepl("not hardened", res$caveats, fixed = TRUE)))
+  expect_true(any(grepl("use seed = NULL for a release", res$caveats, fixed = TRUE)))
+  expect_equal(res$p.value, 2 * pnorm(-abs(unname(res$statistic))), tolerance = 1e-12)
+  # nothing un-noised is returned
+  expect_null(res$resid_x)
+  expect_null(res$estimate)
+})
+
+test_that("privgcm: the same seed gives the same result, another seed another", {
+  skip_if_no_privci()
+  d <- sim_data(n = 150)
+  a <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 42)
+  b <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 42)
+  c <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 43)
+  expect_identical(a$statistic, b$statistic)
+  expect_identical(a$p.value, b$p.value)
+  expect_false(identical(a$statistic, c$statistic))
+  # seeds beyond R's integer range are passed as Python ints
+  big <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 2^40)
+  expect_true(is.finite(big$statistic))
+})
+
+test_that("privgcm without a seed uses hardened OpenDP noise", {
+  skip_if_no_privci()
+  d <- sim_data(n = 60)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4)
+  expect_true(res$hardened)
+  expect_match(res$mechanism, "OpenDP", fixed = TRUE)
+  expect_gte(res$noise_scale, res$sensitivity)
+  shown <- gsub("\\s+", " ", paste(capture.output(print(res)), collapse = " "))
+  expect_match(shown, "hardened (OpenDP)", fixed = TRUE)
+  expect_no_match(shown, "NOT hardened", fixed = TRUE)
+})
+
+test_that("privgcm options: alternative, several columns, per-column bounds, rff", {
+  skip_if_no_privci()
+  d <- sim_data(n = 150)
+  g <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+               alternative = "greater")
+  expect_identical(g$alternative, "greater")
+  expect_equal(g$p.value, pnorm(unname(g$statistic), lower.tail = FALSE), tolerance = 1e-12)
+
+  m <- privgcm(cbind(d$x, d$x^2), d$y, d$z, epsilon = 1, x_bound = c(4, 16), y_bound = 4,
+               seed = 5, n_sim = 99)
+  expect_htest(m, "max|Z|")
+  expect_equal(m$bounds$x_bound, c(4, 16))
+  expect_equal(m$sensitivity, 2 * sens_gcm(5), tolerance = 1e-12)
+
+  r <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+               kernel_approximation = "rff", n_features = 64, feature_seed = 2)
+  r2 <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+                kernel_approximation = "rff", n_features = 64, feature_seed = 2)
+  expect_identical(r$statistic, r2$statistic)
+  expect_true(any(grepl("random Fourier features", r$caveats, fixed = TRUE)))
+
+  cv <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+                ridge_lambda = "cv")
+  expect_true(any(grepl("does NOT cover the tuning step", cv$caveats, fixed = TRUE)))
+})
+
+test_that("print shows the test like t.test, with epsilon and the privacy record", {
+  skip_if_no_privci()
+  d <- sim_data(n = 100)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 0.5, x_bound = 4, y_bound = 4, seed = 1)
+  out <- capture.output(print(res))
+  expect_true(any(grepl("Private generalised covariance measure test (PrivGCM)", out,
+                        fixed = TRUE)))
+  expect_true(any(grepl("data:  d$x and d$y given d$z", out, fixed = TRUE)))
+  expect_true(any(grepl("^Z = .*, epsilon = 0.5, p-value", out)))
+  flat <- gsub("\\s+", " ", paste(out, collapse = " "))
+  expect_match(flat, "privacy: laplace (numpy), sensitivity = 11.73, noise scale = 23.46, NOT hardened",
+               fixed = TRUE)
+  expect_true(any(grepl("^guarantee: ", out)))
+  capture.output(shown <- withVisible(print(res)))
+  expect_false(shown$visible)
+  expect_identical(shown$value, res)
+})
+
+test_that("privgcm reports bad input with Python's message", {
+  skip_if_no_privci()
+  d <- sim_data(n = 50)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = -1, x_bound = 4, y_bound = 4),
+               "`epsilon` must be a positive finite number; got -1.0 instead.",
+               fixed = TRUE, class = "python.builtin.ValueError")
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 0, y_bound = 4),
+               "`x_bound` must be a positive finite number; got 0.0 instead.", fixed = TRUE)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = NULL, y_bound = 4),
+               "`x_bound` is required", fixed = TRUE, class = "python.builtin.TypeError")
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
+                       ridge_lambda = "auto"),
+               "`ridge_lambda` must be a positive number or 'cv'", fixed = TRUE)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
+                       kernel_approximation = "nystrom"),
+               "`kernel_approximation` must be 'exact' or 'rff'", fixed = TRUE)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = -1),
+               "`seed` must be NULL or a non-negative whole number", fixed = TRUE)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_seed = 0.5),
+               "`feature_seed` must be NULL", fixed = TRUE)
+})
