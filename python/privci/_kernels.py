@@ -197,24 +197,113 @@ def rank_scores(stats, delta_t):
     return out
 
 
+# pi/2 split into two 33-bit pieces and a remainder (derived from 60 decimal
+# digits of pi): k * _PIO2_1 and k * _PIO2_2 are exact for |k| < 2**20, so the
+# Cody-Waite reduction t - k pi/2 loses nothing for |t| <= _SINCOS_LIMIT.
+_PIO2_1 = 1.5707963267341256
+_PIO2_2 = 6.077100506303966e-11
+_PIO2_3 = 2.0222662487959506e-21
+_TWO_OVER_PI = 0.6366197723675814
+_SINCOS_LIMIT = 1.0e5
+# Taylor coefficients (-1)^k / (2k+1)! and (-1)^k / (2k)!; on |r| <= pi/4 the
+# truncation errors are below 1e-19.
+_S3, _S5, _S7, _S9 = -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0
+_S11, _S13, _S15, _S17 = (-1.0 / 39916800.0, 1.0 / 6227020800.0, -1.0 / 1307674368000.0,
+                          1.0 / 355687428096000.0)
+_C2, _C4, _C6, _C8 = -0.5, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40320.0
+_C10, _C12, _C14, _C16, _C18 = (-1.0 / 3628800.0, 1.0 / 479001600.0, -1.0 / 87178291200.0,
+                                1.0 / 20922789888000.0, -1.0 / 6402373705728000.0)
+
+
+@njit(cache=True, inline="always")
+def _fill_rff_row(z, freqs_t, scale, i, out_row):
+    """Features of row i of z into out_row (length 2D); returns True if some |w.z| is large.
+
+    Branch-free Cody-Waite reduction and Taylor polynomials so LLVM vectorises
+    the loop over frequencies (about 10x faster than libm's cos and sin here);
+    accuracy about 1 ulp.  Rows with an argument beyond _SINCOS_LIMIT are
+    flagged and recomputed with libm by the caller.
+    """
+    d, nf = freqs_t.shape
+    for j in range(nf):
+        out_row[j] = freqs_t[0, j] * z[i, 0]
+    for k in range(1, d):
+        zk = z[i, k]
+        for j in range(nf):
+            out_row[j] += freqs_t[k, j] * zk
+    big = 0
+    for j in range(nf):
+        t = out_row[j]
+        big |= abs(t) > _SINCOS_LIMIT
+        kf = math.floor(t * _TWO_OVER_PI + 0.5)
+        r = ((t - kf * _PIO2_1) - kf * _PIO2_2) - kf * _PIO2_3
+        q = np.int64(kf) & 3
+        r2 = r * r
+        sp = r + r * r2 * (_S3 + r2 * (_S5 + r2 * (_S7 + r2 * (_S9 + r2 * (
+            _S11 + r2 * (_S13 + r2 * (_S15 + r2 * _S17)))))))
+        cp = 1.0 + r2 * (_C2 + r2 * (_C4 + r2 * (_C6 + r2 * (_C8 + r2 * (
+            _C10 + r2 * (_C12 + r2 * (_C14 + r2 * (_C16 + r2 * _C18))))))))
+        odd = (q & 1) == 1
+        sv = cp if odd else sp
+        cv = sp if odd else cp
+        ssign = -scale if (q & 2) == 2 else scale
+        csign = -scale if ((q + 1) & 2) == 2 else scale
+        out_row[j] = cv * csign
+        out_row[nf + j] = sv * ssign
+    if big:
+        for j in range(nf):
+            acc = 0.0
+            for k in range(d):
+                acc += freqs_t[k, j] * z[i, k]
+            out_row[j] = math.cos(acc) * scale
+            out_row[nf + j] = math.sin(acc) * scale
+    return big
+
+
 @njit(parallel=True, cache=True)
+def rff_features_into(z, freqs_t, start, out):
+    """Paired random Fourier features of rows start .. start + len(out) - 1 of z into out.
+
+    ``freqs_t`` has shape (d, D) (the frequencies, transposed); row r of
+    ``out`` (shape (m, 2D)) becomes D^-1/2 [cos(w_j . z), sin(w_j . z)]_j for
+    z = z[start + r].  Every row has Euclidean norm 1 up to rounding.
+    """
+    nf = freqs_t.shape[1]
+    scale = 1.0 / math.sqrt(nf)
+    m = out.shape[0]
+    for r in prange(m):
+        _fill_rff_row(z, freqs_t, scale, start + r, out[r])
+    return out
+
+
 def rff_features(z, freqs):
     """Paired random Fourier features phi(z) = D^-1/2 [cos(w_j.z), sin(w_j.z)].
 
     ``freqs`` has shape (D, d); the output has shape (n, 2D) and every row has
     Euclidean norm exactly 1 up to rounding.
     """
-    n, d = z.shape
-    nf = freqs.shape[0]
+    out = np.empty((z.shape[0], 2 * freqs.shape[0]))
+    return rff_features_into(z, np.ascontiguousarray(freqs.T), 0, out)
+
+
+@njit(parallel=True, cache=True)
+def rff_residuals(z, freqs_t, coef, u):
+    """u - phi(z) coef for every row, recomputing the features (nothing n x 2D is stored)."""
+    n = z.shape[0]
+    nf = freqs_t.shape[1]
+    c = u.shape[1]
     scale = 1.0 / math.sqrt(nf)
-    out = np.empty((n, 2 * nf))
-    for i in prange(n):
-        for j in range(nf):
-            acc = 0.0
-            for k in range(d):
-                acc += freqs[j, k] * z[i, k]
-            out[i, j] = math.cos(acc) * scale
-            out[i, nf + j] = math.sin(acc) * scale
+    out = np.empty((n, c))
+    nblk = (n + 255) // 256
+    for b in prange(nblk):
+        row = np.empty(2 * nf)
+        for i in range(b * 256, min(n, b * 256 + 256)):
+            _fill_rff_row(z, freqs_t, scale, i, row)
+            for col in range(c):
+                acc = 0.0
+                for j in range(2 * nf):
+                    acc += row[j] * coef[j, col]
+                out[i, col] = u[i, col] - acc
     return out
 
 

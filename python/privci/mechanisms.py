@@ -7,6 +7,19 @@ Two paths, chosen by ``rng``:
   OpenDP measurement is evaluated at the certified sensitivity and must give
   at most the requested epsilon; when OpenDP's rounding needs a slightly
   larger scale, the smallest float scale that passes is used and recorded.
+
+  The Laplace noise uses OpenDP's discretised sampler: ``make_laplace`` with
+  a known vector length n and a grid 2**k, k chosen so that n * 2**k is at
+  most 1e-9 of the sensitivity.  OpenDP's map charges that rounding
+  (distance sensitivity + n * 2**k), and the scale is increased until it
+  certifies epsilon, so the guarantee is unchanged; the discrete sampler is
+  about 2.5x faster than the default float one (~11 us instead of ~30 us a
+  sample here).  Large vectors (>= 2**18 entries) are split into chunks shared
+  by forked worker processes, one per usable core.  Splitting does not change
+  the mechanism: the noise is independent across entries and each chunk uses
+  OpenDP's measurement with the same scale and grid, so the output has exactly
+  the distribution of the n-vector measurement whose map was certified.
+  Each worker draws from OpenDP's OS-seeded generator (re-seeded after fork).
 * ``rng`` given: numpy draws from that generator with scale exactly
   sensitivity / epsilon (Laplace) or 2 / epsilon (report-noisy-max).
   Reproducible, for simulation studies, but *not hardened*: the result says so.
@@ -14,6 +27,11 @@ Two paths, chosen by ``rng``:
 
 from __future__ import annotations
 
+import math
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,19 +55,48 @@ def _dp():
     return dp
 
 
-@lru_cache(maxsize=64)
-def _opendp_laplace(sensitivity, epsilon):
-    """Build OpenDP's vector Laplace measurement whose map(sensitivity) <= epsilon."""
-    dp = _dp()
-    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
-    scale = sensitivity / epsilon
-    for _ in range(64):
-        meas = dp.m.make_laplace(*space, scale=scale)
-        spent = meas.map(sensitivity)
+# Relative budget for OpenDP's rounding of the inputs to the grid 2**k: the
+# privacy map charges an L1 distance of sensitivity + n * 2**k, so k is chosen
+# with n * 2**k <= _GRID_SLACK * sensitivity and the scale is then calibrated
+# until the map certifies epsilon.
+_GRID_SLACK = 1e-9
+
+
+def _grid_exponent(n, sensitivity):
+    k = math.floor(math.log2(_GRID_SLACK * sensitivity / max(n, 1)))
+    return int(min(-30, max(-1000, k)))
+
+
+def _calibrate(make, d_in, epsilon, scale):
+    """Smallest tried scale >= ``scale`` whose measurement's map(d_in) <= epsilon."""
+    for attempt in range(64):
+        meas = make(scale)
+        spent = meas.map(d_in)
         if spent <= epsilon:
             return meas, scale, spent
-        scale = float(np.nextafter(scale, np.inf)) if _ < 8 else scale * (1 + 1e-12 * 2 ** (_ - 8))
-    raise RuntimeError("could not calibrate OpenDP's Laplace scale to the requested epsilon")
+        if attempt < 8:
+            scale = float(np.nextafter(scale * max(1.0, spent / epsilon), np.inf))
+        else:
+            scale *= 1.0 + 1e-12 * 2.0 ** (attempt - 8)
+    raise RuntimeError("could not calibrate OpenDP's noise scale to the requested epsilon")
+
+
+@lru_cache(maxsize=64)
+def _laplace_measurement(size, scale, k):
+    """OpenDP's vector Laplace on float vectors of a known ``size``, grid 2**k."""
+    dp = _dp()
+    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(size)),
+             dp.l1_distance(T=float))
+    return dp.m.make_laplace(*space, scale=scale, k=k)
+
+
+@lru_cache(maxsize=64)
+def _opendp_laplace(sensitivity, epsilon, n):
+    """Scale and grid exponent whose n-vector Laplace measurement certifies epsilon."""
+    k = _grid_exponent(n, sensitivity)
+    _, scale, spent = _calibrate(lambda sc: _laplace_measurement(n, sc, k), sensitivity,
+                                 epsilon, sensitivity / epsilon)
+    return scale, k, spent
 
 
 @lru_cache(maxsize=64)
@@ -58,17 +105,54 @@ def _opendp_noisy_max(epsilon):
     dp = _dp()
     space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)),
              dp.linf_distance(T=float, monotonic=False))
-    scale = 2.0 / epsilon
-    for _ in range(64):
-        meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
-        spent = meas.map(1.0)
-        if spent <= epsilon:
-            return meas, scale, spent
-        scale = float(np.nextafter(scale, np.inf)) if _ < 8 else scale * (1 + 1e-12 * 2 ** (_ - 8))
-    raise RuntimeError("could not calibrate OpenDP's noisy-max scale to the requested epsilon")
+    return _calibrate(lambda sc: dp.m.make_noisy_max(*space, dp.max_divergence(), scale=sc),
+                      1.0, epsilon, 2.0 / epsilon)
 
 
-_CHUNK = 65536
+_CHUNK = 1 << 16
+# Below this many entries the noise is drawn in this process; above, the
+# chunks are shared between forked worker processes (one per usable core).
+_PARALLEL_MIN = 1 << 18
+_POOL_INPUT = None
+
+
+def _noise_chunk(start, stop, scale, k):
+    """Noisy copy of _POOL_INPUT[start:stop] (runs in a worker or in this process)."""
+    flat = _POOL_INPUT
+    out = np.empty(stop - start)
+    for a in range(start, stop, _CHUNK):
+        b = min(stop, a + _CHUNK)
+        out[a - start:b - start] = _laplace_measurement(b - a, scale, k)(flat[a:b].tolist())
+    return out
+
+
+def _n_workers():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _hardened_laplace(flat, scale, k):
+    """Entry-wise OpenDP Laplace (scale, grid 2**k) of flat, split over processes if large."""
+    global _POOL_INPUT
+    n = flat.size
+    workers = min(_n_workers(), 8)
+    _POOL_INPUT = flat
+    try:
+        if n >= _PARALLEL_MIN and workers > 1 and "fork" in mp.get_all_start_methods():
+            bounds = np.linspace(0, n, 4 * workers + 1).astype(np.int64)
+            try:
+                ctx = mp.get_context("fork")
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+                    futs = [ex.submit(_noise_chunk, int(a), int(b), scale, k)
+                            for a, b in zip(bounds[:-1], bounds[1:])]
+                    return np.concatenate([f.result() for f in futs]), workers
+            except (OSError, AssertionError, BrokenProcessPool):
+                pass  # e.g. inside a daemonic process: fall back to this process
+        return _noise_chunk(0, n, scale, k), 1
+    finally:
+        _POOL_INPUT = None
 
 
 def laplace_mechanism(values, sensitivity, epsilon, rng=None):
@@ -89,12 +173,12 @@ def laplace_mechanism(values, sensitivity, epsilon, rng=None):
     """
     values = np.asarray(values, dtype=np.float64)
     if rng is None:
-        meas, scale, spent = _opendp_laplace(float(sensitivity), float(epsilon))
-        flat = values.ravel()
-        out = np.empty_like(flat)
-        for start in range(0, flat.size, _CHUNK):
-            out[start:start + _CHUNK] = meas(flat[start:start + _CHUNK].tolist())
-        return out.reshape(values.shape), NoiseInfo("laplace (OpenDP make_laplace)", scale, True, spent)
+        flat = np.ascontiguousarray(values).ravel()
+        scale, k, spent = _opendp_laplace(float(sensitivity), float(epsilon), flat.size)
+        out, used = _hardened_laplace(flat, scale, k)
+        name = (f"laplace (OpenDP make_laplace, grid 2^{k}"
+                + (f", {used} processes)" if used > 1 else ")"))
+        return out.reshape(values.shape), NoiseInfo(name, scale, True, spent)
     scale = sensitivity / epsilon
     noisy = values + rng.laplace(0.0, scale, size=values.shape)
     return noisy, NoiseInfo("laplace (numpy)", scale, False, epsilon)
