@@ -84,6 +84,10 @@ def test_table_subsampler():
     np.testing.assert_array_equal(dat.x, dat.z[:, 0] + 1)
     np.testing.assert_array_equal(dat.y, dat.z[:, 0] + 2)
     assert len(set(dat.z[:, 0])) == 10
+    perm = sub(n=10, x="b", permute_x=True, rng=0)
+    np.testing.assert_array_equal(np.sort(perm.x), np.sort(dat.x))   # same rows, x shuffled
+    np.testing.assert_array_equal(perm.z, dat.z)
+    assert perm.null is True and not np.array_equal(perm.x, dat.x)
     with pytest.raises(ValueError, match="`n`"):
         sub(n=21, x="a")
     with pytest.raises(ValueError, match="`x`"):

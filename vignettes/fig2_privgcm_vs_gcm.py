@@ -7,9 +7,9 @@
 # (b) against n in [10^2, 10^4] for beta = 0 and beta > 0: at d = 5 the GCM's
 # type-I error grows with n.
 #
-# Default ("full") run here: (a) n = 1000; (b) n in {100, 316, 1000, 3162}
-# with exact KRR, plus n = 10^4 at d = 5, beta = 0 with random Fourier
-# features (D = 256 frequency pairs, same lambda and kernel) for the one
+# Default ("full") run here: (a) n = 1000; (b) n in {100, 316, 1000}
+# with exact KRR (other sizes with --n-grid), plus n = 10^4 at d = 5,
+# beta = 0 with random Fourier features (D = 256 frequency pairs, same lambda and kernel) for the one
 # claim that needs large n; 100 replications per point.  Paper scale:
 # `--n 10000 --reps 500`.
 
@@ -30,7 +30,10 @@ def tests(approx="exact"):
 
 
 def main():
-    args = U.parse_args("Figure 2", lambda ap: ap.add_argument("--n", type=int))
+    def extra(ap):
+        ap.add_argument("--n", type=int, help="sample size of part (a)")
+        ap.add_argument("--n-grid", type=int, nargs="+", help="sample sizes of part (b)")
+    args = U.parse_args("Figure 2", extra)
     from privci import experiments
 
     if args.quick:
@@ -42,8 +45,8 @@ def main():
     else:
         reps = args.reps or 100
         grid_a = {"n": [args.n or 1000], "d": [1, 5], "s": [2.0], "beta": BETAS, "epsilon": [7.0]}
-        grid_b = {"n": [100, 316, 1000, 3162], "d": [1, 5], "s": [2.0], "beta": [0.0, 1.0],
-                  "epsilon": [7.0]}
+        grid_b = {"n": args.n_grid or [100, 316, 1000], "d": [1, 5], "s": [2.0],
+                  "beta": [0.0, 1.0], "epsilon": [7.0]}
         grid_c = {"n": [10000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
     kw = U.run_kwargs(args)
     with U.Timer() as tm:

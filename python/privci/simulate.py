@@ -201,7 +201,10 @@ class TableSubsampler:
 
     Calling ``sampler(n=..., x=..., rng=...)`` returns a :class:`CIData` with
     ``null=None`` (unknown) and no model-X law.  ``n = N`` returns the whole
-    table in a random order.
+    table in a random order.  ``permute_x=True`` replaces x by a random
+    permutation of itself within the subsample: X is then independent of
+    (Y, Z) with its marginal law kept, a null control on real data
+    (``null=True``).
 
     Examples
     --------
@@ -230,7 +233,7 @@ class TableSubsampler:
         if self.y not in self.columns:
             raise ValueError(f"`y` must be one of {self.columns}; got {self.y!r} instead.")
 
-    def __call__(self, *, n, x, rng=None):
+    def __call__(self, *, n, x, permute_x=False, rng=None):
         n = V.check_int(n, "n", 2)
         N = self.table.shape[0]
         if n > N:
@@ -242,9 +245,14 @@ class TableSubsampler:
         ix, iy = self.columns.index(x), self.columns.index(self.y)
         iz = [j for j in range(len(self.columns)) if j not in (ix, iy)]
         sub = self.table[idx]
-        return CIData(x=np.ascontiguousarray(sub[:, ix]), y=np.ascontiguousarray(sub[:, iy]),
+        xs = np.ascontiguousarray(sub[:, ix])
+        params = {"n": n, "x": x}
+        if permute_x:
+            xs = np.ascontiguousarray(rng.permutation(xs))
+            params["permute_x"] = True
+        return CIData(x=xs, y=np.ascontiguousarray(sub[:, iy]),
                       z=np.ascontiguousarray(sub[:, iz]), x_bound=self.bounds[ix],
-                      y_bound=self.bounds[iy], params={"n": n, "x": x})
+                      y_bound=self.bounds[iy], null=True if permute_x else None, params=params)
 
     def __repr__(self):
         return (f"TableSubsampler(N={self.table.shape[0]}, columns={self.columns}, "
