@@ -8,10 +8,11 @@
 # type-I error grows with n.
 #
 # Default ("full") run here: (a) n = 1000; (b) n in {100, 316, 1000}
-# with exact KRR (other sizes with --n-grid), plus n = 10^4 at d = 5,
-# beta = 0 with random Fourier features (D = 256 frequency pairs, same lambda and kernel) for the one
-# claim that needs large n; 100 replications per point.  Paper scale:
-# `--n 10000 --reps 500`.
+# with exact KRR (other sizes with --n-grid), 100 replications per point;
+# (c) beta = 0 at n in {3162, 10^4}, d in {1, 5} with random Fourier
+# features (D = 256 frequency pairs, same lambda and kernel) for the claim
+# that needs large n, 200 replications (--reps-large).  Paper scale:
+# `--n 10000 --n-grid 100 316 1000 3162 10000 --reps 500`.
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -33,6 +34,7 @@ def main():
     def extra(ap):
         ap.add_argument("--n", type=int, help="sample size of part (a)")
         ap.add_argument("--n-grid", type=int, nargs="+", help="sample sizes of part (b)")
+        ap.add_argument("--reps-large", type=int, help="replications of part (c)")
     args = U.parse_args("Figure 2", extra)
     from privci import experiments
 
@@ -42,25 +44,27 @@ def main():
                   "epsilon": [7.0]}
         grid_b = {"n": [100, 300], "d": [1, 5], "s": [2.0], "beta": [0.0, 1.0], "epsilon": [7.0]}
         grid_c = {"n": [1000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
+        reps_c = args.reps_large or 8
     else:
         reps = args.reps or 100
         grid_a = {"n": [args.n or 1000], "d": [1, 5], "s": [2.0], "beta": BETAS, "epsilon": [7.0]}
         grid_b = {"n": args.n_grid or [100, 316, 1000], "d": [1, 5], "s": [2.0],
                   "beta": [0.0, 1.0], "epsilon": [7.0]}
-        grid_c = {"n": [10000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
+        grid_c = {"n": [3162, 10000], "d": [1, 5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
+        reps_c = args.reps_large or 200
     kw = U.run_kwargs(args)
     with U.Timer() as tm:
         ta = experiments.run(tests(), grid_a, n_reps=reps, out=U.csv_path(args, "fig2a"), **kw)
         tb = experiments.run(tests(), grid_b, n_reps=reps, out=U.csv_path(args, "fig2b"), **kw)
-        tc = experiments.run(tests("rff"), grid_c, n_reps=reps, out=U.csv_path(args, "fig2c"),
-                             **kw)
+        tc = experiments.run(tests("rff"), grid_c, n_reps=reps_c,
+                             out=U.csv_path(args, "fig2c"), **kw)
     import pandas as pd
     U.report("fig2", pd.concat([ta, tb, tc]), tm, args)
     sa, sb, sc = (experiments.summarise(t) for t in (ta, tb, tc))
     for s, name in ((sa, "fig2a"), (sb, "fig2b"), (sc, "fig2c")):
         U.save_summary(s, args, name)
     plot_beta(sa, args, grid_a["n"][0], reps)
-    plot_n(sb, sc, args, reps)
+    plot_n(sb, sc, args, reps, reps_c)
 
 
 def plot_beta(summ, args, n, reps):
@@ -78,9 +82,9 @@ def plot_beta(summ, args, n, reps):
     U.finish(fig, U.png_path(args, "fig2a_privgcm_vs_gcm_beta"))
 
 
-def plot_n(summ, summ_rff, args, reps):
+def plot_n(summ, summ_rff, args, reps, reps_c):
     plt = U.setup_matplotlib()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, sharex=True)
     for ax, d in zip(axes, (1, 5)):
         sd = summ[summ["d"] == d]
         for (label, beta), g in sd.groupby(["label", "beta"], sort=False):
@@ -90,14 +94,15 @@ def plot_n(summ, summ_rff, args, reps):
         for label, g in rf.groupby("label", sort=False):
             x = np.log10(g["n"].to_numpy(float))
             ax.errorbar(x, g["rate"], yerr=[g["rate"] - g["lo"], g["hi"] - g["rate"]],
-                        fmt="s", mfc="none", color=U.COLOURS.get(label),
-                        label=f"{label}, beta = 0 (RFF)")
+                        fmt="s", mfc="none", color=U.COLOURS.get(label), capsize=3,
+                        label=f"{label}, beta = 0 (RFF, {reps_c} reps)")
         ax.axhline(0.05, color="grey", ls="--", lw=1)
         ax.set_xlabel("log10 n")
         ax.set_title(f"d = {d}")
     axes[0].set_ylabel("rejection rate")
     axes[1].legend(fontsize=7)
-    fig.suptitle(f"PrivGCM (epsilon = 7) vs GCM against n, {reps} replications", fontsize=10)
+    fig.suptitle(f"PrivGCM (epsilon = 7) vs GCM against n; exact KRR: {reps} replications, "
+                 "squares: random Fourier features", fontsize=10)
     U.finish(fig, U.png_path(args, "fig2b_privgcm_vs_gcm_n"))
 
 
