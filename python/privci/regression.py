@@ -23,6 +23,7 @@ Two solvers:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -145,6 +146,14 @@ def _rff_residuals(z, U, freqs, shift):
     m = 2 * freqs.shape[0]
     U = np.ascontiguousarray(U)
     rows = max(256, min(n, _RFF_CHUNK_BYTES // (8 * m)))
+    # small problems: BLAS threads cost more than they save (see _single_threaded_blas)
+    with (_single_threaded_blas() if float(n) * m * m < 2e9 else contextlib.nullcontext()):
+        w = _rff_solve(z, U, freqs_t, m, rows, shift)
+    return _kernels.rff_residuals(z, freqs_t, np.ascontiguousarray(w), U)
+
+
+def _rff_solve(z, U, freqs_t, m, rows, shift):
+    n = z.shape[0]
     buf = np.empty((rows, m))
     G = np.zeros((m, m), order="F")
     B = np.zeros((m, U.shape[1]))
@@ -163,7 +172,7 @@ def _rff_residuals(z, U, freqs, shift):
     w, info = lapack.dpotrs(c, B, lower=0)
     if info != 0:  # pragma: no cover
         raise np.linalg.LinAlgError("ridge system on random features could not be solved")
-    return _kernels.rff_residuals(z, freqs_t, np.ascontiguousarray(w), U)
+    return w
 
 
 def rff_frequencies(d, n_features, kernel_sigma, rng):
@@ -201,6 +210,30 @@ def _eigh_lower(K):
     return s, V
 
 
+_BLAS_CONTROLLER = []
+_SMALL_EIGH = 2048
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread (for loops of small products and factorisations).
+
+    Threads gain nothing on |v| x |v| blocks, and when other processes share
+    the cores (parallel simulation studies) OpenBLAS's spinning threads make
+    such loops 10-20x slower.  Uses threadpoolctl (a scikit-learn dependency);
+    without it, a no-op.
+    """
+    if not _BLAS_CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _BLAS_CONTROLLER.append(ThreadpoolController())
+        except Exception:  # pragma: no cover - threadpoolctl missing or broken
+            _BLAS_CONTROLLER.append(None)
+    ctl = _BLAS_CONTROLLER[0]
+    if ctl is None:  # pragma: no cover
+        return contextlib.nullcontext()
+    return ctl.limit(limits=1, user_api="blas")
+
+
 def krr_cv_residuals(z, U, kernel_sigma, lambdas, folds):
     """KRR residuals with lambda chosen per column by CVST-compatible cross-validation.
 
@@ -224,29 +257,33 @@ def krr_cv_residuals(z, U, kernel_sigma, lambdas, folds):
     n = z.shape[0]
     lambdas = np.asarray(lambdas, dtype=np.float64)
     K = _gram_lower(z, kernel_sigma)
-    s, V = _eigh_lower(K)
+    # up to n ~ 2000 a second BLAS thread saves little on the eigen-decomposition
+    # and costs 10x when the cores are shared; beyond, use the default threads
+    with (_single_threaded_blas() if n <= _SMALL_EIGH else contextlib.nullcontext()):
+        s, V = _eigh_lower(K)
     del K
     W = V.T @ U  # (n, c)
     fold_idx = cvst_folds(n, folds)
     Vf = [np.ascontiguousarray(V[idx]) for idx in fold_idx]
     ncol = U.shape[1]
     errors = np.zeros((lambdas.size, ncol))
-    for li, lam in enumerate(lambdas):
-        for idx, Vv in zip(fold_idx, Vf):
-            n_train = n - idx.size
-            mu = n_train * lam
-            w = 1.0 / (s + mu)
-            # G_vv = (Vv sqrt(w)) (Vv sqrt(w))^T by dsyrk: half the flops of a
-            # general product; Bt is Fortran-ordered so BLAS needs no copy.
-            Bt = Vv.T * np.sqrt(w)[:, None]
-            Gvv = blas.dsyrk(1.0, Bt, trans=1, lower=0)
-            rhs = Vv @ (w[:, None] * W)
-            c, info = lapack.dpotrf(Gvv, lower=0, clean=0, overwrite_a=1)
-            if info == 0:
-                e, _ = lapack.dpotrs(c, rhs, lower=0)
-            else:  # pragma: no cover - numerically singular block
-                e = np.linalg.lstsq((Vv * w) @ Vv.T, rhs, rcond=None)[0]
-            errors[li] += np.mean(e * e, axis=0)
+    with _single_threaded_blas():
+        for li, lam in enumerate(lambdas):
+            for idx, Vv in zip(fold_idx, Vf):
+                n_train = n - idx.size
+                mu = n_train * lam
+                w = 1.0 / (s + mu)
+                # G_vv = (Vv sqrt(w)) (Vv sqrt(w))^T by dsyrk: half the flops of a
+                # general product; Bt is Fortran-ordered so BLAS needs no copy.
+                Bt = Vv.T * np.sqrt(w)[:, None]
+                Gvv = blas.dsyrk(1.0, Bt, trans=1, lower=0)
+                rhs = Vv @ (w[:, None] * W)
+                c, info = lapack.dpotrf(Gvv, lower=0, clean=0, overwrite_a=1)
+                if info == 0:
+                    e, _ = lapack.dpotrs(c, rhs, lower=0)
+                else:  # pragma: no cover - numerically singular block
+                    e = np.linalg.lstsq((Vv * w) @ Vv.T, rhs, rcond=None)[0]
+                errors[li] += np.mean(e * e, axis=0)
     errors /= len(fold_idx)
     best = np.argmin(errors, axis=0)  # first minimum, like R's which.min
     chosen = lambdas[best]
