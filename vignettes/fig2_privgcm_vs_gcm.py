@@ -11,7 +11,9 @@
 # with exact KRR (other sizes with --n-grid), 100 replications per point;
 # (c) beta = 0 at n in {3162, 10^4}, d in {1, 5} with random Fourier
 # features (D = 256 frequency pairs, same lambda and kernel) for the claim
-# that needs large n, 200 replications (--reps-large).  Paper scale:
+# that needs large n, 200 replications (--reps-large); (d) the beta sweep of
+# (a) at the paper's n = 10^4, d = 1, with the same random features, 100
+# replications (squares in the d = 1 panel of (a)).  Paper scale:
 # `--n 10000 --n-grid 100 316 1000 3162 10000 --reps 500`.
 
 # %%
@@ -45,6 +47,7 @@ def main():
         grid_b = {"n": [100, 300], "d": [1, 5], "s": [2.0], "beta": [0.0, 1.0], "epsilon": [7.0]}
         grid_c = {"n": [1000], "d": [5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
         reps_c = args.reps_large or 8
+        grid_d = {"n": [1000], "d": [1], "s": [2.0], "beta": [1.5], "epsilon": [7.0]}
     else:
         reps = args.reps or 100
         grid_a = {"n": [args.n or 1000], "d": [1, 5], "s": [2.0], "beta": BETAS, "epsilon": [7.0]}
@@ -52,27 +55,35 @@ def main():
                   "beta": [0.0, 1.0], "epsilon": [7.0]}
         grid_c = {"n": [3162, 10000], "d": [1, 5], "s": [2.0], "beta": [0.0], "epsilon": [7.0]}
         reps_c = args.reps_large or 200
+        grid_d = {"n": [10000], "d": [1], "s": [2.0], "beta": [0.0, 0.5, 1.0, 1.5],
+                  "epsilon": [7.0]}
     kw = U.run_kwargs(args)
     with U.Timer() as tm:
         ta = experiments.run(tests(), grid_a, n_reps=reps, out=U.csv_path(args, "fig2a"), **kw)
         tb = experiments.run(tests(), grid_b, n_reps=reps, out=U.csv_path(args, "fig2b"), **kw)
         tc = experiments.run(tests("rff"), grid_c, n_reps=reps_c,
                              out=U.csv_path(args, "fig2c"), **kw)
+        td = experiments.run(tests("rff"), grid_d, n_reps=reps,
+                             out=U.csv_path(args, "fig2d"), **kw)
     import pandas as pd
-    U.report("fig2", pd.concat([ta, tb, tc]), tm, args)
-    sa, sb, sc = (experiments.summarise(t) for t in (ta, tb, tc))
-    for s, name in ((sa, "fig2a"), (sb, "fig2b"), (sc, "fig2c")):
+    U.report("fig2", pd.concat([ta, tb, tc, td]), tm, args)
+    sa, sb, sc, sd = (experiments.summarise(t) for t in (ta, tb, tc, td))
+    for s, name in ((sa, "fig2a"), (sb, "fig2b"), (sc, "fig2c"), (sd, "fig2d")):
         U.save_summary(s, args, name)
-    plot_beta(sa, args, grid_a["n"][0], reps)
+    plot_beta(sa, sd, args, grid_a["n"][0], reps)
     plot_n(sb, sc, args, reps, reps_c)
 
 
-def plot_beta(summ, args, n, reps):
+def plot_beta(summ, summ_rff, args, n, reps):
     plt = U.setup_matplotlib()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
     for ax, d in zip(axes, (1, 5)):
         for label, g in summ[summ["d"] == d].groupby("label", sort=False):
             U.band(ax, g["beta"], g, label, U.COLOURS.get(label))
+        for label, g in summ_rff[summ_rff["d"] == d].groupby("label", sort=False):
+            ax.errorbar(g["beta"], g["rate"], yerr=[g["rate"] - g["lo"], g["hi"] - g["rate"]],
+                        fmt="s", mfc="none", color=U.COLOURS.get(label), capsize=3,
+                        label=f"{label}, n = {int(g['n'].iloc[0])} (RFF)")
         ax.axhline(0.05, color="grey", ls="--", lw=1)
         ax.set_xlabel("beta")
         ax.set_title(f"d = {d}")
