@@ -88,8 +88,9 @@ def plot_beta(summ, summ_rff, args, n, reps):
         ax.set_xlabel("beta")
         ax.set_title(f"d = {d}")
     axes[0].set_ylabel("rejection rate")
-    axes[1].legend(fontsize=8)
-    fig.suptitle(f"PrivGCM (epsilon = 7) vs GCM, n = {n}, {reps} replications", fontsize=10)
+    axes[0].legend(fontsize=7, loc=(0.03, 0.5))
+    fig.suptitle(f"PrivGCM (epsilon = 7) vs GCM, n = {n}, {reps} replications "
+                 "(squares: random Fourier features)", fontsize=10)
     U.finish(fig, U.png_path(args, "fig2a_privgcm_vs_gcm_beta"))
 
 
