@@ -201,6 +201,8 @@ def _test_options(name):
 class TestSpec:
     """One concrete test: a registered test name, a label and its options."""
 
+    __test__ = False  # not a pytest test class
+
     label: str
     test: str
     options: Tuple[Tuple[str, Any], ...]
