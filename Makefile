@@ -49,10 +49,10 @@ test-python: venvs
 	$(VENV_NP2)/bin/python -c "import numpy; assert numpy.__version__ >= '2', numpy.__version__; print('numpy', numpy.__version__)"
 	$(VENV_NP2)/bin/python -m pytest tests -m "not r" $(PYTEST_ARGS)
 
+SHARED ?= $(CURDIR)/../shared
+
 vignettes-quick: venvs
-	@set -e; for f in vignettes/[0-9]*.py; do \
-		[ -e "$$f" ] || continue; echo "== $$f --quick"; \
-		MPLBACKEND=Agg $(VENV_NP2)/bin/python $$f --quick; done
+	MPLBACKEND=Agg PYTHON=$(CURDIR)/$(VENV_NP2)/bin/python sh vignettes/run_all.sh $(SHARED)/data/concrete.csv --quick
 
 test: test-r vignettes-quick test-python
 

@@ -117,6 +117,38 @@ def test_clipping_and_rescaling():
     np.testing.assert_allclose(rp.products, rx * ry, atol=1e-12)
 
 
+def test_public_centres_shift_before_clipping():
+    """x_center/y_center: clip to [c - b, c + b], then (value - c) / b; same sensitivity."""
+    rng = np.random.default_rng(12)
+    n = 50
+    z = rng.normal(size=(n, 1))
+    x = 100 + rng.normal(size=n) * 5
+    y = -20 + rng.normal(size=n) * 5
+    rp = privci.residual_products(x, y, z, x_bound=8.0, y_bound=6.0, x_center=100.0,
+                                  y_center=-20.0, ridge_lambda=1.0)
+    rx = naive.krr_residuals(z, np.clip(x - 100, -8, 8) / 8, 1.0, 1.0)
+    ry = naive.krr_residuals(z, np.clip(y + 20, -6, 6) / 6, 1.0, 1.0)
+    np.testing.assert_allclose(rp.products, rx * ry, atol=1e-12)
+    assert rp.sensitivity == privci.gcm_sensitivity(1.0)
+    for i in range(0, n, 10):   # audit with rows pushed beyond the shifted bounds
+        assert _l1_change(x, y, z, i, (1e4, -1e4, np.array([50.0])), x_bound=8.0, y_bound=6.0,
+                          x_center=100.0, y_center=-20.0, ridge_lambda=1.0) <= 1.0 + 1e-12
+
+
+def test_uncentred_data_bias_is_removed_by_centres():
+    """Independent x and y far from zero: without centres the ridge fit (no intercept) leaves
+    the means in the residuals and the products have mean != 0; with public centres it is ~0."""
+    rng = np.random.default_rng(13)
+    n = 2000
+    z = rng.normal(size=(n, 1))
+    x = 3 + rng.normal(size=n)
+    y = 3 + rng.normal(size=n)
+    off = privci.residual_products(x, y, z, x_bound=8, y_bound=8).products.mean()
+    on = privci.residual_products(x, y, z, x_bound=5, y_bound=5, x_center=3,
+                                  y_center=3).products.mean()
+    assert off > 0.05 and abs(on) < 0.005
+
+
 def test_privgcm_uses_exactly_scale_sensitivity_over_epsilon():
     """The seeded statistic equals the GCM statistic of products + Laplace(sens/eps) noise
     drawn from the same generator."""
@@ -164,7 +196,7 @@ def test_hardened_result_record():
     p = res.privacy
     assert p.hardened and "OpenDP" in p.mechanism and p.epsilon == 2.0
     assert p.ridge_lambda == 5.0 and p.kernel_sigma == 1.0
-    assert p.bounds == {"x_bound": (3.0,), "y_bound": (3.0,)}
+    assert p.bounds == {"x_bound": (3.0,), "y_bound": (3.0,), "x_center": (0.0,), "y_center": (0.0,)}
     assert "2-differentially private" in p.guarantee and p.caveats == ()
     assert "epsilon=2" in repr(res)
 
@@ -232,6 +264,8 @@ X, Y, Z = np.linspace(-1, 1, 20), np.cos(np.arange(20.0)), np.sin(np.arange(20.0
     (dict(kernel_sigma=-3), ValueError, r"`kernel_sigma`.*-3"),
     (dict(alternative="bigger"), ValueError, r"`alternative`.*'bigger'"),
     (dict(kernel_approximation="nystrom"), ValueError, r"`kernel_approximation`.*'nystrom'"),
+    (dict(x_center=float("nan")), ValueError, r"`x_center` must be a finite number"),
+    (dict(y_center=[1, 2]), ValueError, r"`y_center` must be a finite number or have one"),
     (dict(x=X[:1], y=Y[:1], z=Z[:1]), ValueError, r"too few samples.*n = 1"),
 ])
 def test_privgcm_bad_input(kwargs, exc, match):

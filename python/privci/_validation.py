@@ -105,6 +105,25 @@ def positive_bounds(value, name, ncol):
     return arr
 
 
+def public_centres(value, name, ncol):
+    """A public centre: None (0), a finite number, or one per column; returns an (ncol,) array."""
+    if value is None:
+        return np.zeros(ncol)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        v = float(value)
+        if not np.isfinite(v):
+            raise ValueError(f"`{name}` must be a finite number; got {_short(value)} instead.")
+        return np.full(ncol, v)
+    try:
+        arr = np.asarray(value, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a number or one per column; got {_short(value)} instead.") from None
+    if arr.shape[0] != ncol or not np.all(np.isfinite(arr)):
+        raise ValueError(f"`{name}` must be a finite number or have one finite entry per column "
+                         f"({ncol}); got {_short(value)} instead.")
+    return arr
+
+
 def check_int(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():

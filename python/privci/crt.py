@@ -147,7 +147,7 @@ def _univariate(arr, name):
 
 def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                     ridge_lambda, kernel_sigma, rng, kernel_approximation, n_features,
-                    feature_rng):
+                    feature_rng, y_center=None):
     xa = _univariate(V.as_data(x, "x"), "x")
     ya = V.as_data(y, "y")
     _univariate(ya, "y")
@@ -155,6 +155,7 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
     n = V.check_same_rows(x=xa[:, None], y=ya, z=za)
     V.check_min_n(n, 2, "PrivCRT")
     yb = V.positive_finite(y_bound, "y_bound")
+    yc = float(V.public_centres(y_center, "y_center", 1)[0])
     xrb = V.positive_finite(x_residual_bound, "x_residual_bound")
     lam = V.positive_finite(ridge_lambda, "ridge_lambda")
     sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
@@ -165,22 +166,23 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
     freqs = None
     if kernel_approximation == "rff":
         freqs = rff_frequencies(za.shape[1], n_features, sigma, V.check_rng(feature_rng))
-    u = _kernels.clip_scale(ya, np.array([yb]))
+    u = _kernels.clip_scale(ya - yc, np.array([yb]))
     ry = krr_residuals(za, u, sigma, lam, kernel_approximation=kernel_approximation,
                        freqs=freqs)[:, 0]
     stats = _kernels.crt_statistics(rx_all, np.ascontiguousarray(ry))
     return CRTStatistics(statistics=stats, sensitivity=crt_sensitivity(lam), ridge_lambda=lam,
                          kernel_sigma=sigma, y_bound=yb, x_residual_bound=xrb,
-                         kernel_approximation=kernel_approximation, n=n)
+                         kernel_approximation=kernel_approximation, n=n, y_center=yc)
 
 
 def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=19,
                    x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, rng=None,
-                   kernel_approximation="exact", n_features=512, feature_rng=None):
+                   kernel_approximation="exact", n_features=512, feature_rng=None,
+                   y_center=0.0):
     """The PrivCRT transformation: the m + 1 statistics T_0..T_m and their sensitivity.
 
     T(x, y, z) = sum_i r_X,i r_Y,i with r_X = clip((x - E[X | Z]) / x_residual_bound,
-    -1, 1) and r_Y the KRR residuals of clip(y, -y_bound, y_bound) / y_bound
+    -1, 1) and r_Y the KRR residuals of clip(y - y_center, -y_bound, y_bound) / y_bound
     on z (one fit serves all m + 1 statistics).
 
     Parameters
@@ -204,6 +206,8 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
         Randomness of the resampling.
     kernel_approximation, n_features, feature_rng
         See :func:`privci.residual_products`.
+    y_center : float, default 0.0
+        Public centre of y (the ridge regression has no intercept).
 
     Returns
     -------
@@ -234,7 +238,7 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
     """
     return _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples,
                            x_resamples, ridge_lambda, kernel_sigma, V.check_rng(rng),
-                           kernel_approximation, n_features, feature_rng)
+                           kernel_approximation, n_features, feature_rng, y_center)
 
 
 def _oriented(stats, mode):
@@ -247,13 +251,14 @@ def _oriented(stats, mode):
 
 def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
             x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
-            rng=None, kernel_approximation="exact", n_features=512, feature_rng=None):
+            rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
+            y_center=0.0):
     """Differentially private conditional randomization test (PrivCRT, Algorithm 2).
 
     Parameters
     ----------
     x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
-    ridge_lambda, kernel_sigma, kernel_approximation, n_features, feature_rng
+    ridge_lambda, kernel_sigma, kernel_approximation, n_features, feature_rng, y_center
         As in :func:`crt_statistics`.
     epsilon : float
         Privacy parameter (> 0).
@@ -296,7 +301,7 @@ def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples
     sample_rng = user_rng if user_rng is not None else np.random.default_rng()
     cs = _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                          ridge_lambda, kernel_sigma, sample_rng, kernel_approximation,
-                         n_features, feature_rng)
+                         n_features, feature_rng, y_center)
     scores = _kernels.rank_scores(_oriented(cs.statistics, mode), cs.sensitivity)
     c_hat, info = report_noisy_max(scores, eps, user_rng)
     m = cs.statistics.shape[0] - 1
@@ -310,7 +315,8 @@ def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples
         epsilon=eps, mechanism=info.mechanism, sensitivity=cs.sensitivity,
         noise_scale=info.scale, hardened=info.hardened, ridge_lambda=cs.ridge_lambda,
         kernel_sigma=cs.kernel_sigma,
-        bounds={"y_bound": cs.y_bound, "x_residual_bound": cs.x_residual_bound},
+        bounds={"y_bound": cs.y_bound, "y_center": cs.y_center,
+                "x_residual_bound": cs.x_residual_bound},
         guarantee=(f"(rank, pvalue) is {eps:g}-differentially private under replacement of one "
                    "row of (x, every resample, y, z), given the public bounds (data clipped)"
                    + ("" if info.hardened else ", for idealised real-valued exponential noise")),

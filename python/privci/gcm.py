@@ -299,7 +299,8 @@ def _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas, kernel_approximat
 
 
 def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-                       kernel_approximation, n_features, feature_rng, min_n=2):
+                       kernel_approximation, n_features, feature_rng, x_center=None,
+                       y_center=None, min_n=2):
     xa = V.as_data(x, "x", min_rows=1)
     ya = V.as_data(y, "y", min_rows=1)
     za = V.as_data(z, "z", min_rows=1)
@@ -307,10 +308,13 @@ def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv
     V.check_min_n(n, min_n, "PrivGCM")
     xb = V.positive_bounds(x_bound, "x_bound", xa.shape[1])
     yb = V.positive_bounds(y_bound, "y_bound", ya.shape[1])
+    xc = V.public_centres(x_center, "x_center", xa.shape[1])
+    yc = V.public_centres(y_center, "y_center", ya.shape[1])
     sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
     n_features = _check_approximation(kernel_approximation, n_features)
     p, q = xa.shape[1], ya.shape[1]
-    U = np.concatenate([_kernels.clip_scale(xa, xb), _kernels.clip_scale(ya, yb)], axis=1)
+    U = np.concatenate([_kernels.clip_scale(xa - xc, xb), _kernels.clip_scale(ya - yc, yb)],
+                       axis=1)
     resid, lam, caveats = _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas,
                                              kernel_approximation, n_features, feature_rng)
     prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
@@ -318,12 +322,14 @@ def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv
     sens = p * q * gcm_sensitivity(lam)
     rp = ResidualProducts(products=prod if prod.shape[1] > 1 else prod[:, 0], sensitivity=sens,
                           ridge_lambda=lam, kernel_sigma=sigma, x_bound=xb, y_bound=yb,
-                          shape_xy=(p, q), kernel_approximation=kernel_approximation)
+                          shape_xy=(p, q), kernel_approximation=kernel_approximation,
+                          x_center=xc, y_center=yc)
     return rp, caveats
 
 
 def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
-                      kernel_approximation="exact", n_features=512, feature_rng=None):
+                      kernel_approximation="exact", n_features=512, feature_rng=None,
+                      x_center=0.0, y_center=0.0):
     """The PrivGCM transformation: clip, rescale, KRR residuals, products, sensitivity.
 
     Parameters
@@ -334,8 +340,8 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
         Not bounded.
     x_bound, y_bound : float or array of one per column
         Public bounds, fixed before seeing the data.  Values outside
-        [-bound, bound] are clipped to the bound (silently: a count of clipped
-        values would leak), then divided by the bound.
+        [center - bound, center + bound] are clipped (silently: a count of
+        clipped values would leak), then (value - center) / bound is used.
     ridge_lambda : float, default 5.0
         Ridge parameter in the package's parameterisation (the paper's
         lambda_K = 2 * ridge_lambda = 10).  Must not be chosen from the data.
@@ -348,6 +354,12 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
         a stream independent of the data.
     n_features : int, default 512
     feature_rng : None, int or numpy Generator
+    x_center, y_center : float or one per column, default 0.0
+        Public centres, fixed before seeing the data (e.g. the midpoint of a
+        known range).  Kernel ridge regression has no intercept and, at the
+        strong regularisation the privacy bound needs, removes little of a
+        constant: put the centre near the mean, or the residual products
+        have a non-zero mean even under independence (a level failure).
 
     Returns
     -------
@@ -374,13 +386,14 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
     ((100,), 11.729)
     """
     rp, _ = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
-                               kernel_approximation, n_features, feature_rng)
+                               kernel_approximation, n_features, feature_rng, x_center, y_center)
     return rp
 
 
 def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
-            kernel_approximation="exact", n_features=512, feature_rng=None):
+            kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
+            y_center=0.0):
     """Differentially private GCM test (PrivGCM, Algorithm 1 of the paper).
 
     Computes the KRR residual products of x/x_bound and y/y_bound on z (see
@@ -396,7 +409,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         Privacy parameter (> 0).  The released (statistic, p-value) is
         epsilon-DP under the replacement of one row (x_i, y_i, z_i).
     x_bound, y_bound : float or one per column
-        Public bounds; data outside are clipped.
+        Public bounds; data outside [center - bound, center + bound] are
+        clipped.
     ridge_lambda : float or "cv", default 5.0
         Fixed before seeing the data (the default is the paper's
         lambda_K = 10).  ``"cv"`` opts in to cross-validation over
@@ -412,8 +426,9 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         Multiplier draws for multivariate x or y.
     cv_lambdas : sequence, optional
         Grid for ``ridge_lambda="cv"`` (default 5, 10, 20, ..., 1000).
-    kernel_approximation, n_features, feature_rng
-        See :func:`residual_products`.
+    kernel_approximation, n_features, feature_rng, x_center, y_center
+        See :func:`residual_products`.  Set the public centres near the means
+        of x and y: the ridge regression has no intercept.
 
     Returns
     -------
@@ -456,7 +471,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     n_sim = V.check_int(n_sim, "n_sim", 1)
     user_rng = None if rng is None else V.check_rng(rng)
     rp, caveats = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma,
-                                     cv_lambdas, kernel_approximation, n_features, feature_rng)
+                                     cv_lambdas, kernel_approximation, n_features, feature_rng,
+                                     x_center, y_center)
     prod = rp.products.reshape(rp.products.shape[0], -1)
     noisy, info = laplace_mechanism(prod, rp.sensitivity, eps, user_rng)
     del prod
@@ -472,7 +488,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         epsilon=eps, mechanism=info.mechanism, sensitivity=rp.sensitivity,
         noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
         kernel_sigma=rp.kernel_sigma,
-        bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist())},
+        bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist()),
+                "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist())},
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement "
                    "of one row (x_i, y_i, z_i), given the public bounds (data clipped to them)"
                    + ("" if info.hardened else ", for idealised real-valued Laplace noise")),

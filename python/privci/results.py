@@ -177,6 +177,8 @@ class ResidualProducts(_ReprMixin):
     y_bound: np.ndarray
     shape_xy: Tuple[int, int]
     kernel_approximation: str = "exact"
+    x_center: Optional[np.ndarray] = None
+    y_center: Optional[np.ndarray] = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -196,3 +198,4 @@ class CRTStatistics(_ReprMixin):
     x_residual_bound: float
     kernel_approximation: str = "exact"
     n: int = 0
+    y_center: float = 0.0
