@@ -205,6 +205,14 @@ def test_gcm_parity(r, name, n, d, beta, dseed):
     _close("gcm p-value", rv["p"], py_cv.pvalue)
     assert (rv["lx"], rv["ly"]) == (py_cv.ridge_lambda_x[0], py_cv.ridge_lambda_y[0])
 
+    py_rff = privci.gcm(x, y, z, ridge_lambda=0.01, kernel_approximation="rff", n_features=64,
+                        feature_rng=5)
+    rv = r.numbers("res <- privci::gcm(x, y, z, ridge_lambda = 0.01, kernel_approximation = "
+                   "'rff', n_features = 64, feature_seed = 5)\n"
+                   "c(statistic = unname(res$statistic), p = res$p.value)")
+    _close("gcm statistic", rv["statistic"], py_rff.statistic)
+    _close("gcm p-value", rv["p"], py_rff.pvalue)
+
     xm = np.column_stack([x, x**2])
     r.assign("xm", xm)
     for seed in SEEDS:
@@ -220,11 +228,13 @@ def test_gcm_parity(r, name, n, d, beta, dseed):
 def test_privgcm_parity(r, name, n, d, beta, dseed, seed):
     x, y, z = _data(n, d, beta, dseed)
     _put(r, x, y, z)
-    for alternative, r_alt in [("two-sided", "two.sided"), ("less", "less")]:
+    for alternative, r_alt, xc, yc in [("two-sided", "two.sided", 0.0, 0.0),
+                                       ("less", "less", 0.25, -0.5)]:
         py = privci.privgcm(x, y, z, epsilon=1.5, x_bound=3.0, y_bound=4.0, rng=seed,
-                            alternative=alternative)
+                            alternative=alternative, x_center=xc, y_center=yc)
         rv = r.numbers(f"res <- privci::privgcm(x, y, z, epsilon = 1.5, x_bound = 3, "
-                       f"y_bound = 4, seed = {seed}, alternative = '{r_alt}')\n"
+                       f"y_bound = 4, seed = {seed}, alternative = '{r_alt}', "
+                       f"x_center = {xc!r}, y_center = {yc!r})\n"
                        "c(statistic = unname(res$statistic), p = res$p.value, "
                        "sensitivity = res$sensitivity, scale = res$noise_scale, "
                        "hardened = res$hardened)")
@@ -244,10 +254,10 @@ def test_privcrt_and_crt_parity(r, name, n, d, beta, dseed, seed):
     r.assign("mu", mean)
     model = privci.GaussianModelX(mean, 1.0)
     py = privci.privcrt(x, y, z, epsilon=2.0, model_x=model, y_bound=6.0,
-                        x_residual_bound=4.0, n_resamples=29, rng=seed)
+                        x_residual_bound=4.0, n_resamples=29, rng=seed, y_center=0.5)
     rv = r.numbers(f"res <- privci::privcrt(x, y, z, epsilon = 2, "
                    f"model_x = privci::gaussian_model_x(mu, 1), y_bound = 6, "
-                   f"x_residual_bound = 4, n_resamples = 29, seed = {seed})\n"
+                   f"x_residual_bound = 4, n_resamples = 29, seed = {seed}, y_center = 0.5)\n"
                    "c(statistic = unname(res$statistic), p = res$p.value, "
                    "sensitivity = res$sensitivity)")
     _close("privcrt statistic", rv["statistic"], py.statistic)

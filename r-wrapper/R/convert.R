@@ -2,9 +2,16 @@
 # call Python, and pass its warnings and errors back unchanged. Validation of
 # values is Python's job; R only converts and renames.
 
-# The Python module, after checking that reticulate can start Python, find
-# privci and exchange numpy arrays with it.
+# The Python module, after checking (once per session) that reticulate can
+# start Python, find privci and exchange numpy arrays with it. Every wrapper
+# calls this first: reticulate 1.28's np_array() crashes R if Python has not
+# been started yet.
+.state <- new.env(parent = emptyenv())
+
 .privci <- function() {
+  if (isTRUE(.state$ready)) {
+    return(privci_py)
+  }
   usable <- function(f) isTRUE(tryCatch(f(), error = function(e) FALSE))
   if (!usable(function() reticulate::py_available(initialize = TRUE))) {
     stop(.install_message(simpleError("Python could not be started")), call. = FALSE)
@@ -17,12 +24,14 @@
       "numpy is not usable from reticulate (missing, or numpy >= 2 with reticulate < 1.36)"
     )), call. = FALSE)
   }
+  .state$ready <- TRUE
   privci_py
 }
 
-# Data (vector, matrix or data frame) as a float64 numpy array: vectors stay
-# 1-D, matrices keep their shape. Anything non-numeric is passed on unchanged
-# so that Python's message describes it.
+# Data (vector, matrix or data frame) as a float64 numpy array that owns its
+# memory: vectors stay 1-D, matrices keep their shape. reticulate passes R
+# vectors as read-only views of R's memory, so they are copied. Anything
+# non-numeric is passed on unchanged so that Python's message describes it.
 .py_data <- function(v) {
   if (is.null(v)) {
     return(NULL)
@@ -33,11 +42,12 @@
   if (!(is.numeric(v) || is.logical(v))) {
     return(v)
   }
+  .privci()
   if (is.null(dim(v))) {
-    return(reticulate::np_array(as.double(v), dtype = "float64"))
+    return(reticulate::np_array(as.double(v), dtype = "float64")$copy())
   }
   storage.mode(v) <- "double"
-  reticulate::np_array(v, dtype = "float64")
+  reticulate::np_array(v, dtype = "float64", order = "C")
 }
 
 # R's alternative spelling to Python's.
@@ -55,6 +65,7 @@
     stop(sprintf("`%s` must be NULL or a non-negative whole number; got %s instead.",
                  name, paste(deparse(seed), collapse = " ")), call. = FALSE)
   }
+  .privci()
   reticulate::import_builtins(convert = FALSE)$int(as.double(seed))
 }
 

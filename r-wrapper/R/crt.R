@@ -69,7 +69,8 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #' @param model_x The law of X given Z: [gaussian_model_x()] (or a list with
 #'   `mean` and `scale`). When `x_resamples` is given it may instead be the
 #'   vector of the n conditional means.
-#' @param y_bound Public bound on |y|.
+#' @param y_bound,y_center Public bound and centre of y, fixed before seeing
+#'   the data: y is clipped to \[y_center - y_bound, y_center + y_bound\].
 #' @param x_residual_bound Public bound on |x - E\[X | Z\]|.
 #' @param n_resamples Number of resamples m.
 #' @param x_resamples Optional m x n matrix of precomputed resamples of X
@@ -99,7 +100,7 @@ privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
                     n_resamples = 19L, x_resamples = NULL, ridge_lambda = 5,
                     kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
                     seed = NULL, kernel_approximation = "exact", n_features = 512L,
-                    feature_seed = NULL) {
+                    feature_seed = NULL, y_center = 0) {
   call <- match.call()
   alternative <- match.arg(alternative)
   res <- .py_call("privcrt", list(
@@ -109,7 +110,8 @@ privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
     x_resamples = .py_data(x_resamples), ridge_lambda = ridge_lambda,
     kernel_sigma = kernel_sigma, alternative = .py_alternative(alternative),
     rng = .py_seed(seed), kernel_approximation = kernel_approximation,
-    n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed")
+    n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed"),
+    y_center = y_center
   ), call)
   statistic <- c(rank = res$statistic)
   data.name <- paste(.expr(call$x), "and", .expr(call$y), "given", .expr(call$z))

@@ -42,6 +42,11 @@
 #'   expected conditional covariance).
 #' @param seed `NULL` or a whole number: the Python `rng` for the
 #'   multiplier draws (the univariate test uses no randomness).
+#' @param kernel_approximation `"exact"` or `"rff"` (random Fourier features:
+#'   O(n D^2) instead of O(n^3); needs a fixed `ridge_lambda`).
+#' @param n_features Number of random features D for `"rff"`.
+#' @param feature_seed `NULL` or a whole number: the Python `feature_rng` that
+#'   draws the random frequencies.
 #' @param resid.XonZ,resid.YonZ Residuals of X on Z and of Y on Z, if already
 #'   computed (as in gcm.test); a missing one is computed from `x`/`y` and `z`.
 #' @param nsim gcm.test's name for `n_sim`.
@@ -69,7 +74,8 @@
 gcm <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list(),
                 kernel_sigma = 1, ridge_lambda = NULL, cv_lambdas = NULL, cv_folds = 10L,
                 n_sim = 499L, alternative = c("two.sided", "less", "greater"),
-                seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL, nsim = NULL,
+                seed = NULL, kernel_approximation = "exact", n_features = 512L,
+                feature_seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL, nsim = NULL,
                 alpha = 0.05) {
   call <- match.call()
   alternative <- match.arg(alternative)
@@ -114,7 +120,9 @@ gcm <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list()
     fitted <- .py_call("gcm", c(list(
       x = .py_data(x), y = .py_data(y), z = .py_data(z), regressor = "kernel_ridge",
       kernel_sigma = kernel_sigma, ridge_lambda = ridge_lambda, cv_lambdas = cv_lambdas,
-      cv_folds = cv_folds), common), call)
+      cv_folds = cv_folds, kernel_approximation = kernel_approximation,
+      n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed")),
+      common), call)
   }
   if (have_rx || have_ry) {
     rx <- .py_data(if (have_rx) resid.XonZ else fitted$resid_x)

@@ -14,8 +14,12 @@
 #' @param z Numeric vector, matrix or data frame (n rows). Not bounded, but
 #'   the default `kernel_sigma` assumes it is on a known scale.
 #' @param epsilon Privacy parameter (> 0).
-#' @param x_bound,y_bound Public bounds on |x| and |y| (one number, or one per
-#'   column), fixed before seeing the data; values beyond are clipped.
+#' @param x_bound,y_bound Public bounds (one number, or one per column), fixed
+#'   before seeing the data: values outside \[center - bound, center + bound\]
+#'   are clipped.
+#' @param x_center,y_center Public centres (one number, or one per column),
+#'   fixed before seeing the data; set them near the means of x and y, since
+#'   the ridge regression has no intercept.
 #' @param ridge_lambda Ridge parameter (default 5, the paper's lambda = 10 in
 #'   its parameterisation); must not be chosen from the data. `"cv"` opts in
 #'   to cross-validation over `cv_lambdas` on the private data, which the
@@ -49,12 +53,12 @@
 #'   z <- rnorm(n)
 #'   x <- sin(z) + rnorm(n)
 #'   y <- cos(z) + rnorm(n)
-#'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1)
+#'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6, seed = 1)
 #' }
 privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel_sigma = 1,
                     alternative = c("two.sided", "less", "greater"), seed = NULL,
                     n_sim = 499L, cv_lambdas = NULL, kernel_approximation = "exact",
-                    n_features = 512L, feature_seed = NULL) {
+                    n_features = 512L, feature_seed = NULL, x_center = 0, y_center = 0) {
   call <- match.call()
   alternative <- match.arg(alternative)
   res <- .py_call("privgcm", list(
@@ -63,7 +67,8 @@ privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel
     kernel_sigma = kernel_sigma, alternative = .py_alternative(alternative),
     rng = .py_seed(seed), n_sim = n_sim, cv_lambdas = cv_lambdas,
     kernel_approximation = kernel_approximation, n_features = n_features,
-    feature_rng = .py_seed(feature_seed, "feature_seed")
+    feature_rng = .py_seed(feature_seed, "feature_seed"), x_center = x_center,
+    y_center = y_center
   ), call)
   statistic <- res$statistic
   names(statistic) <- if (is.null(res$n_sim)) "Z" else "max|Z|"

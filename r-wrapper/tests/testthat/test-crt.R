@@ -16,7 +16,12 @@ test_that("privcrt returns an htest with the privately selected rank", {
   expect_identical(res$method, "Private conditional randomization test (PrivCRT)")
   expect_equal(res$sensitivity, sens_crt(5), tolerance = 1e-12)
   expect_equal(res$noise_scale, 2 / 2)
-  expect_equal(res$bounds, list(y_bound = 8, x_residual_bound = 4))
+  expect_equal(res$bounds[c("y_bound", "x_residual_bound", "y_center")],
+               list(y_bound = 8, x_residual_bound = 4, y_center = 0))
+  centred <- privcrt(d$x, d$y + 5, d$z, epsilon = 2, model_x = mx, y_bound = 8,
+                     x_residual_bound = 4, seed = 1, y_center = 5)
+  expect_equal(centred$bounds$y_center, 5)
+  expect_identical(centred$statistic, res$statistic)
   expect_false(res$hardened)
   expect_output(print(res), "rank = .*, epsilon = 2, m = 19, p-value")
 })

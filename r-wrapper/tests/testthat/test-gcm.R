@@ -61,6 +61,20 @@ test_that("gcm without z, with cross-validation and with several columns", {
   expect_equal((m$p.value * 200) %% 1, 0, tolerance = 1e-9)
 })
 
+test_that("gcm with random Fourier features is reproducible with feature_seed", {
+  skip_if_no_privci()
+  d <- sim_data(n = 150)
+  a <- gcm(d$x, d$y, d$z, ridge_lambda = 0.01, kernel_approximation = "rff",
+           n_features = 64, feature_seed = 4)
+  b <- gcm(d$x, d$y, d$z, ridge_lambda = 0.01, kernel_approximation = "rff",
+           n_features = 64, feature_seed = 4)
+  c <- gcm(d$x, d$y, d$z, ridge_lambda = 0.01, kernel_approximation = "rff",
+           n_features = 64, feature_seed = 5)
+  expect_htest(a, "Z")
+  expect_identical(a$statistic, b$statistic)
+  expect_false(identical(a$statistic, c$statistic))
+})
+
 test_that("gcm gives the same result for the same seed, and data frames work", {
   skip_if_no_privci()
   d <- sim_data(n = 100)

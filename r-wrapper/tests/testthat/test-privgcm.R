@@ -20,7 +20,8 @@ test_that("privgcm returns an htest with the privacy record", {
   expect_false(res$hardened)
   expect_equal(res$ridge_lambda, 5)
   expect_equal(res$kernel_sigma, 1)
-  expect_equal(res$bounds, list(x_bound = 4, y_bound = 4))
+  expect_equal(res$bounds[c("x_bound", "y_bound", "x_center", "y_center")],
+               list(x_bound = 4, y_bound = 4, x_center = 0, y_center = 0))
   expect_match(res$guarantee, "1-differentially private", fixed = TRUE)
   expect_true(any(grepl("not hardened", res$caveats, fixed = TRUE)))
   expect_true(any(grepl("use seed = NULL for a release", res$caveats, fixed = TRUE)))
@@ -68,6 +69,7 @@ test_that("privgcm options: alternative, several columns, per-column bounds, rff
                seed = 5, n_sim = 99)
   expect_htest(m, "max|Z|")
   expect_equal(m$bounds$x_bound, c(4, 16))
+  expect_equal(m$bounds$x_center, c(0, 0))
   expect_equal(m$sensitivity, 2 * sens_gcm(5), tolerance = 1e-12)
 
   r <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
@@ -80,6 +82,21 @@ test_that("privgcm options: alternative, several columns, per-column bounds, rff
   cv <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
                 ridge_lambda = "cv")
   expect_true(any(grepl("does NOT cover the tuning step", cv$caveats, fixed = TRUE)))
+})
+
+test_that("privgcm: public centres shift the clipping window", {
+  skip_if_no_privci()
+  d <- sim_data(n = 150)
+  a <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8)
+  shifted <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8,
+                     x_center = 10, y_center = -3)
+  expect_equal(shifted$statistic, a$statistic, tolerance = 1e-8)
+  expect_equal(shifted$bounds$x_center, 10)
+  expect_equal(shifted$bounds$y_center, -3)
+  uncentred <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8)
+  expect_false(isTRUE(all.equal(uncentred$statistic, a$statistic, tolerance = 1e-8)))
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, x_center = Inf),
+               "`x_center` must be a finite number", fixed = TRUE)
 })
 
 test_that("print shows the test like t.test, with epsilon and the privacy record", {
