@@ -49,10 +49,20 @@ class NoiseInfo:
 
 
 def _dp():
-    import opendp.prelude as dp
+    """The OpenDP pieces used here, without ``opendp.prelude``.
 
-    dp.enable_features("contrib")
-    return dp
+    ``opendp.prelude`` also imports ``opendp.extras`` (scikit-learn, scipy...),
+    about 3 s; the core modules below take a few milliseconds.
+    """
+    import types
+
+    from opendp import domains, measurements, measures, metrics, mod
+
+    mod.enable_features("contrib")
+    return types.SimpleNamespace(
+        vector_domain=domains.vector_domain, atom_domain=domains.atom_domain,
+        l1_distance=metrics.l1_distance, linf_distance=metrics.linf_distance,
+        max_divergence=measures.max_divergence, m=measurements)
 
 
 # Relative budget for OpenDP's rounding of the inputs to the grid 2**k: the
