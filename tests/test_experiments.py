@@ -272,3 +272,17 @@ def test_privcrt_has_power_through_the_runner():
     tab = E.run([{"test": "privcrt", "m": 19}], {"n": [500], "beta": [1.5], "epsilon": [2.0]},
                 n_reps=100, seed=4, scheduler="serial", progress=False)
     assert (tab["reject"] == 1).mean() > 0.2
+
+
+def test_local_cluster_does_not_leak_worker_environment():
+    """Dask's Nanny copies pre-spawn-environ into the parent's os.environ; the runner restores it
+    (a leaked NUMBA_NUM_THREADS breaks later numba compiles in the same process)."""
+    import os
+    from privci import experiments
+    before = {k: os.environ.get(k) for k in experiments._WORKER_ENV}
+    client, cleanup = experiments._client_for(None, 1)
+    try:
+        assert {k: os.environ.get(k) for k in experiments._WORKER_ENV} == before
+    finally:
+        cleanup()
+    assert {k: os.environ.get(k) for k in experiments._WORKER_ENV} == before

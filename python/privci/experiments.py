@@ -387,16 +387,30 @@ def _client_for(scheduler, n_workers):
         return client, client.close
     if scheduler is None:
         import dask
-        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v
-                              for k, v in _WORKER_ENV.items()}):
-            cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
-                                   threads_per_worker=1, processes=True,
-                                   dashboard_address=None, env=dict(_WORKER_ENV))
+        # Dask's Nanny writes pre-spawn-environ into *this* process's os.environ and never
+        # restores it; a leaked NUMBA_NUM_THREADS=1 breaks later numba compiles here.
+        saved = {k: os.environ.get(k) for k in _WORKER_ENV}
+
+        def restore_env():
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        try:
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v
+                                  for k, v in _WORKER_ENV.items()}):
+                cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
+                                       threads_per_worker=1, processes=True,
+                                       dashboard_address=None, env=dict(_WORKER_ENV))
+        finally:
+            restore_env()
         client = Client(cluster)
 
         def cleanup():
             client.close()
             cluster.close()
+            restore_env()
         return client, cleanup
     raise TypeError("`scheduler` must be None (local Dask cluster), 'serial', a 'tcp://...' "
                     f"address or a dask.distributed.Client; got {scheduler!r} instead.")
