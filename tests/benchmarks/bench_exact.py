@@ -94,7 +94,7 @@ def _worker(n):
                    x_residual_bound=4.0, rng=2)
     privci.gcm(x[small], y[small], z[small], ridge_lambda=LAM)
 
-    reps = 5 if n <= 2000 else (3 if n <= 5000 else 2)
+    reps = 15 if n <= 2000 else (3 if n <= 5000 else 2)
     best = {}
     peak = {}
     for name in METHODS:  # first round: peak memory (and a first timing)
@@ -181,6 +181,9 @@ def main():
     ap.add_argument("--worker", type=int)
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="re-measure the cold start and import time only; keep the timing "
+                         "table of the last full run (vignettes/bench_exact.json)")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(_worker(args.worker)))
@@ -191,6 +194,12 @@ def main():
     hdr = (f"{'n':>6} {'floor s':>8} " + " ".join(f"{m + ' /floor':>24}" for m in METHODS[1:])
            + "   peak/(8n^2): " + " ".join(METHODS))
     print(hdr)
+    if args.cold_only:
+        with open(os.path.join(C.vignettes_dir(), "bench_exact.json")) as fh:
+            prev = json.load(fh)
+        sizes = []
+        results = prev["results"]
+        note_before = prev["machine_before"]
     for n in sizes:
         r = C.run_worker(os.path.abspath(__file__), [n])
         results.append(r)
