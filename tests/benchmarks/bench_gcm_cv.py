@@ -108,12 +108,12 @@ def main():
         same = None if quick else bool(np.allclose(lam_p, ref_lam, rtol=0, atol=0))
         dres = None if quick else float(np.max(np.abs(
             np.column_stack([res.resid_x[:, 0], res.resid_y[:, 0]]) - ref_resid)))
-        rows.append((n, tp, tr, tr / tp, lam_p, None if quick else tuple(ref_lam), same, dres,
+        rows.append((n, tp, tr, tr / tp, lam_p, None if quick else tuple(float(v) for v in ref_lam), same, dres,
                      quick))
         print(f"n = {n}: privci.gcm {tp:.3f} s; plain scipy CVST {tr:.2f} s "
               f"({'extrapolated from 1 of 11 lambdas' if quick else f'{nsolve} solves'}); "
               f"ratio {tr / tp:.1f}x; lambdas privci {lam_p} reference "
-              f"{'-' if quick else tuple(ref_lam)} same: {same}; max |resid diff| "
+              f"{'-' if quick else tuple(float(v) for v in ref_lam)} same: {same}; max |resid diff| "
               f"{'-' if quick else f'{dres:.2e}'}; {C.machine_note()[:60]}", flush=True)
     out = C.vignettes_dir()
     lines = ["# privci.gcm (R defaults) against a plain scipy CVST (bench_gcm_cv.py)", "",
