@@ -165,12 +165,13 @@ def _tot_count(xa, ya, za, labels, m, alpha0, gcm_kwargs, subset_rngs):
 def _discrete_laplace(eps, user_rng):
     """One draw of L with P(L = k) proportional to exp(-eps |k|); returns (L, info dict)."""
     if user_rng is None:
-        import opendp.prelude as dp
+        from opendp import domains, measurements, metrics, mod
 
-        dp.enable_features("contrib")
+        mod.enable_features("contrib")   # not opendp.prelude: it imports scikit-learn (~3 s)
         scale = 1.0 / eps
         for _ in range(64):
-            meas = dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=scale)
+            meas = measurements.make_laplace(domains.atom_domain(T=int),
+                                             metrics.absolute_distance(T=int), scale=scale)
             spent = meas.map(1)
             if spent <= eps:
                 break
