@@ -75,7 +75,8 @@ def machine_note():
 
 
 def vignettes_dir():
+    """Where the tables and plots go: vignettes/, or $PRIVCI_BENCH_OUT (CI smoke runs)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.abspath(os.path.join(here, "..", "..", "vignettes"))
+    out = os.environ.get("PRIVCI_BENCH_OUT") or os.path.abspath(os.path.join(here, "..", "..", "vignettes"))
     os.makedirs(out, exist_ok=True)
     return out
