@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 
 demo:
 	$(PYTHON) -m pip install --quiet .
-	privci demo
+	$(PYTHON) -m privci demo
 
 system:
 	@if ! command -v R >/dev/null || ! Rscript -e 'for (p in c("reticulate","testthat","knitr","rmarkdown","roxygen2")) stopifnot(requireNamespace(p, quietly=TRUE))' >/dev/null 2>&1 || ! command -v pandoc >/dev/null; then \
