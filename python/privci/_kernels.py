@@ -21,14 +21,19 @@ DEGENERATE_RTOL = 1e-10
 
 
 @njit(cache=True, inline="always")
+def _sqdist(a, i, b, j):
+    """||a_i - b_j||^2 for rows of two (., d) arrays."""
+    acc = 0.0
+    for k in range(a.shape[1]):
+        diff = a[i, k] - b[j, k]
+        acc += diff * diff
+    return acc
+
+
+@njit(cache=True, inline="always")
 def _fill_gram_row(z, sigma, out, i):
-    d = z.shape[1]
     for j in range(i):
-        acc = 0.0
-        for k in range(d):
-            diff = z[i, k] - z[j, k]
-            acc += diff * diff
-        out[i, j] = math.exp(-sigma * acc)
+        out[i, j] = math.exp(-sigma * _sqdist(z, i, z, j))
     out[i, i] = 1.0
 
 
@@ -52,16 +57,12 @@ def rbf_gram_lower(z, sigma, out):
 @njit(parallel=True, cache=True)
 def rbf_gram_cross(a, b, sigma):
     """Full cross Gram matrix exp(-sigma ||a_i - b_j||^2), shape (len(a), len(b))."""
-    na, d = a.shape
+    na = a.shape[0]
     nb = b.shape[0]
     out = np.empty((na, nb))
     for i in prange(na):
         for j in range(nb):
-            acc = 0.0
-            for k in range(d):
-                diff = a[i, k] - b[j, k]
-                acc += diff * diff
-            out[i, j] = math.exp(-sigma * acc)
+            out[i, j] = math.exp(-sigma * _sqdist(a, i, b, j))
     return out
 
 

@@ -396,7 +396,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
             y_center=0.0):
     """Differentially private GCM test (PrivGCM, Algorithm 1 of the paper).
 
-    Computes the KRR residual products of x/x_bound and y/y_bound on z (see
+    Computes the KRR residual products of (x - x_center)/x_bound and
+    (y - y_center)/y_bound, clipped to [-1, 1], on z (see
     :func:`residual_products`), adds Laplace noise of scale
     sensitivity / epsilon to every product, and computes the GCM statistic and
     p-value on the noisy products (post-processing).
