@@ -300,7 +300,7 @@ def _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas, kernel_approximat
 
 def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
                        kernel_approximation, n_features, feature_rng, x_center=None,
-                       y_center=None, min_n=2):
+                       y_center=None, min_n=2, centre_noise=None):
     xa = V.as_data(x, "x", min_rows=1)
     ya = V.as_data(y, "y", min_rows=1)
     za = V.as_data(z, "z", min_rows=1)
@@ -315,6 +315,18 @@ def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv
     p, q = xa.shape[1], ya.shape[1]
     U = np.concatenate([_kernels.clip_scale(xa - xc, xb), _kernels.clip_scale(ya - yc, yb)],
                        axis=1)
+    centre_info = None
+    if centre_noise is not None:
+        # Private re-centring (privgcm's center_epsilon): the column means of the
+        # clipped, scaled data (each in [-1, 1], so replacing one row moves the
+        # vector of p + q means by at most 2 (p + q) / n in L1) are released
+        # with Laplace noise; the released shift m is then public, and
+        # clip(U - m, -1, 1) keeps |u| <= 1, so the products' sensitivity holds.
+        eps_c, crng = centre_noise
+        means, centre_info = laplace_mechanism(U.mean(axis=0), 2.0 * (p + q) / n, eps_c, crng)
+        U = np.clip(U - means, -1.0, 1.0)
+        xc = xc + xb * means[:p]
+        yc = yc + yb * means[p:]
     resid, lam, caveats = _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas,
                                              kernel_approximation, n_features, feature_rng)
     prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
@@ -324,6 +336,8 @@ def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv
                           ridge_lambda=lam, kernel_sigma=sigma, x_bound=xb, y_bound=yb,
                           shape_xy=(p, q), kernel_approximation=kernel_approximation,
                           x_center=xc, y_center=yc)
+    if centre_noise is not None:
+        return rp, caveats, centre_info
     return rp, caveats
 
 
@@ -393,7 +407,7 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
 def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-            y_center=0.0):
+            y_center=0.0, center_epsilon=None):
     """Differentially private GCM test (PrivGCM, Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
@@ -430,6 +444,16 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     kernel_approximation, n_features, feature_rng, x_center, y_center
         See :func:`residual_products`.  Set the public centres near the means
         of x and y: the ridge regression has no intercept.
+    center_epsilon : float, optional
+        Private re-centring, for when no public centre near the means is
+        known.  This part of ``epsilon`` (0 < center_epsilon < epsilon) buys
+        Laplace-noised means of the clipped, scaled columns of x and y (L1
+        sensitivity 2 (p + q) / n); the data are shifted by the released
+        means and clipped again to the same width (to [m - bound, m + bound]
+        within the public window [center - bound, center + bound]).
+        The products then get ``epsilon - center_epsilon``, and the whole
+        release is ``epsilon``-DP by sequential composition.  The released
+        centres are in ``privacy.bounds``.  None (default): no re-centring.
 
     Returns
     -------
@@ -471,11 +495,23 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     mode = V.check_alternative(alternative)
     n_sim = V.check_int(n_sim, "n_sim", 1)
     user_rng = None if rng is None else V.check_rng(rng)
-    rp, caveats = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma,
-                                     cv_lambdas, kernel_approximation, n_features, feature_rng,
-                                     x_center, y_center)
+    eps_test, centre_info = eps, None
+    if center_epsilon is None:
+        rp, caveats = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma,
+                                         cv_lambdas, kernel_approximation, n_features,
+                                         feature_rng, x_center, y_center)
+    else:
+        eps_c = V.positive_finite(center_epsilon, "center_epsilon")
+        if not eps_c < eps:
+            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
+                             f"it is part of; got {center_epsilon!r} instead.")
+        eps_test = eps - eps_c
+        rp, caveats, centre_info = _residual_products(
+            x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
+            kernel_approximation, n_features, feature_rng, x_center, y_center,
+            centre_noise=(eps_c, user_rng))
     prod = rp.products.reshape(rp.products.shape[0], -1)
-    noisy, info = laplace_mechanism(prod, rp.sensitivity, eps, user_rng)
+    noisy, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng)
     del prod
     boot_rng = user_rng if user_rng is not None else np.random.default_rng()
     stat, pval = _statistic_from_products(noisy, n_sim, mode, boot_rng)
@@ -485,14 +521,22 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     if kernel_approximation == "rff":
         caveats.append(f"random Fourier features (D = {n_features}) drawn from feature_rng, "
                        "independent of the data; same sensitivity constant.")
+    mechanism, composition = info.mechanism, ""
+    if centre_info is not None:
+        mechanism = (f"{info.mechanism} (products, epsilon {eps_test:g}); centres: "
+                     f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
+                     f"(epsilon {eps - eps_test:g})")
+        composition = (f" (sequential composition: {eps - eps_test:g} for the released "
+                       f"centres, {eps_test:g} for the residual products)")
     record = PrivacyRecord(
-        epsilon=eps, mechanism=info.mechanism, sensitivity=rp.sensitivity,
+        epsilon=eps, mechanism=mechanism, sensitivity=rp.sensitivity,
         noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
         kernel_sigma=rp.kernel_sigma,
         bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist()),
                 "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist())},
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement "
                    "of one row (x_i, y_i, z_i), given the public bounds (data clipped to them)"
+                   + composition
                    + ("" if info.hardened else ", for idealised real-valued Laplace noise")),
         caveats=tuple(caveats))
     k = noisy.shape[1]

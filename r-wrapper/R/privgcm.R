@@ -20,6 +20,13 @@
 #' @param x_center,y_center Public centres (one number, or one per column),
 #'   fixed before seeing the data; set them near the means of x and y, since
 #'   the ridge regression has no intercept.
+#' @param center_epsilon `NULL` (default) or the part of `epsilon` spent on
+#'   private centring, when no public centre near the means is known: the
+#'   means of the clipped, scaled columns of x and y are released with Laplace
+#'   noise (L1 sensitivity 2 (p + q) / n), the data are shifted by them and
+#'   clipped again to the same width, and the products get
+#'   `epsilon - center_epsilon` (sequential composition; the released centres
+#'   are in `$bounds`).
 #' @param ridge_lambda Ridge parameter (default 5, the paper's lambda = 10 in
 #'   its parameterisation); must not be chosen from the data. `"cv"` opts in
 #'   to cross-validation over `cv_lambdas` on the private data, which the
@@ -58,7 +65,8 @@
 privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel_sigma = 1,
                     alternative = c("two.sided", "less", "greater"), seed = NULL,
                     n_sim = 499L, cv_lambdas = NULL, kernel_approximation = "exact",
-                    n_features = 512L, feature_seed = NULL, x_center = 0, y_center = 0) {
+                    n_features = 512L, feature_seed = NULL, x_center = 0, y_center = 0,
+                    center_epsilon = NULL) {
   call <- match.call()
   alternative <- match.arg(alternative)
   res <- .py_call("privgcm", list(
@@ -68,7 +76,7 @@ privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel
     rng = .py_seed(seed), n_sim = n_sim, cv_lambdas = cv_lambdas,
     kernel_approximation = kernel_approximation, n_features = n_features,
     feature_rng = .py_seed(feature_seed, "feature_seed"), x_center = x_center,
-    y_center = y_center
+    y_center = y_center, center_epsilon = center_epsilon
   ), call)
   statistic <- res$statistic
   names(statistic) <- if (is.null(res$n_sim)) "Z" else "max|Z|"

@@ -99,6 +99,20 @@ test_that("privgcm: public centres shift the clipping window", {
                "`x_center` must be a finite number", fixed = TRUE)
 })
 
+test_that("privgcm: private centring spends part of epsilon and reports the centres", {
+  skip_if_no_privci()
+  d <- sim_data(n = 150)
+  res <- privgcm(d$x + 2, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 8,
+                 center_epsilon = 0.5)
+  expect_equal(res$parameter[["epsilon"]], 2)
+  expect_true(abs(res$bounds$x_center - 2) < 1)
+  expect_match(res$guarantee, "0.5 for the released centres, 1.5 for the residual products",
+               fixed = TRUE)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
+                       center_epsilon = 1),
+               "`center_epsilon` must be smaller than `epsilon`", fixed = TRUE)
+})
+
 test_that("print shows the test like t.test, with epsilon and the privacy record", {
   skip_if_no_privci()
   d <- sim_data(n = 100)
