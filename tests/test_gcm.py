@@ -188,3 +188,21 @@ def test_gcm_rff_option_approximates_exact_kernel():
     assert again.statistic == approx.statistic
     with pytest.raises(ValueError, match="needs a fixed `ridge_lambda`"):
         privci.gcm(x, y, z, kernel_approximation="rff")
+
+
+def test_center_subtracts_sample_means_and_removes_the_intercept_bias():
+    """center=True is the GCM of the mean-centred data; on independent x, y far from zero the
+    intercept-free KRR (small lambda, clustered z) leaves part of the means in the residuals
+    and the uncentred statistic is far from 0, the centred one is not."""
+    rng = np.random.default_rng(31)
+    n = 400
+    z = np.r_[rng.normal(size=(n - 20, 2)), rng.normal(size=(20, 2)) * 0.1 + 6]
+    x = 3 + rng.normal(size=n)
+    y = 2 + np.where(np.arange(n) >= n - 20, 3.0, 0.0) + rng.normal(size=n)
+    c = privci.gcm(x, y, z, ridge_lambda=0.5, center=True)
+    ref = privci.gcm(x - x.mean(), y - y.mean(), z, ridge_lambda=0.5)
+    assert c.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    u = privci.gcm(x, y, z, ridge_lambda=0.5)
+    assert abs(u.statistic) > 3 and abs(c.statistic) < 3
+    with pytest.raises(TypeError, match=r"`center` must be True or False; got 'yes'"):
+        privci.gcm(x, y, z, center="yes")

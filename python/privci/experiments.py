@@ -87,24 +87,28 @@ def _lambda_for(value, n):
 
 
 def _t_privgcm(data, rng, alpha, *, epsilon, ridge_lambda=5.0, kernel_sigma=1.0,
-               kernel_approximation="exact", n_features=512, alternative="two-sided"):
+               kernel_approximation="exact", n_features=512, alternative="two-sided",
+               center_share=None):
     from .gcm import privgcm
     frng = np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]) \
         if kernel_approximation == "rff" else None
+    ce = None if center_share is None else float(center_share) * float(epsilon)
     res = privgcm(data.x, data.y, data.z, epsilon=epsilon, x_bound=data.x_bound,
                   y_bound=data.y_bound, ridge_lambda=_lambda_for(ridge_lambda, data.n),
                   kernel_sigma=kernel_sigma, kernel_approximation=kernel_approximation,
-                  n_features=n_features, feature_rng=frng, alternative=alternative, rng=rng)
+                  n_features=n_features, feature_rng=frng, alternative=alternative, rng=rng,
+                  center_epsilon=ce)
     return res.statistic, res.pvalue
 
 
 def _t_gcm(data, rng, alpha, *, ridge_lambda=None, kernel_sigma=1.0,
-           kernel_approximation="exact", n_features=512, alternative="two-sided"):
+           kernel_approximation="exact", n_features=512, alternative="two-sided",
+           center=False):
     from .gcm import gcm, gcm_from_residuals
     lam = _lambda_for(ridge_lambda, data.n)
     if kernel_approximation == "exact":
         res = gcm(data.x, data.y, data.z, kernel_sigma=kernel_sigma, ridge_lambda=lam,
-                  alternative=alternative, rng=rng)
+                  alternative=alternative, rng=rng, center=bool(center))
     elif kernel_approximation == "rff":
         from .regression import krr_residuals, rff_frequencies
         if lam is None:
@@ -113,6 +117,8 @@ def _t_gcm(data, rng, alpha, *, ridge_lambda=None, kernel_sigma=1.0,
         freqs = rff_frequencies(z.shape[1], int(n_features), float(kernel_sigma),
                                 np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]))
         U = np.column_stack([data.x, data.y]).astype(np.float64)
+        if center:
+            U = U - U.mean(axis=0)
         resid = krr_residuals(z, U, float(kernel_sigma), float(lam),
                               kernel_approximation="rff", freqs=freqs)
         res = gcm_from_residuals(resid[:, 0], resid[:, 1], alternative=alternative, rng=rng)
@@ -433,7 +439,9 @@ def run(tests, grid, *, n_reps, seed, data=simulate.paper_data, alpha=0.05, out=
         ``{"test": "privgcm", "ridge_lambda": 5.0, "kernel_sigma": 0.5}``.
         Options are the keyword arguments of the test (``epsilon``, ``m``,
         ``ridge_lambda``, ``kernel_sigma``, ``kernel_approximation``,
-        ``n_features``, ``alternative``, ``n_subsets``, ``n_clusters``);
+        ``n_features``, ``alternative``, ``n_subsets``, ``n_clusters``,
+        ``center`` for the GCM, ``center_share`` for PrivGCM: the fraction of
+        epsilon given to ``center_epsilon``);
         ``ridge_lambda`` may be the string ``"c/n"`` for c divided by the
         sample size.
     grid : dict of lists (Cartesian product) or list of dicts
