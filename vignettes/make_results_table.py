@@ -27,6 +27,10 @@ def load(d, name):
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results")
     rows = []
+
+    def tag(r):
+        return "RFF" if '"kernel_approximation":"rff"' in str(r["options"]) else "exact KRR"
+
     s1 = load(d, "fig1")
     if s1 is not None:
         n = int(s1["n"].iloc[0])
@@ -41,48 +45,31 @@ def main():
             pooled.update(lo=float(lo), hi=float(hi), n_reps=g["n_reps"].sum())
             n_above = int((g["lo"] > 0.05).sum())
             rows.append((f"Fig. 1: {lab} type-I error, s in 1..32, d in {{1, 5}}, eps = 2 "
-                         f"(n = {n})",
+                         f"(n = {n}, {tag(g.iloc[0])})",
                          f"pooled {fmt(pooled)}; worst cell s = {worst['s']:g}, d = "
                          f"{int(worst['d'])}: {fmt(worst)}; cells with lower bound > 0.05: "
                          f"{n_above} of {len(g)}"))
-    s2b, s2c = load(d, "fig2b"), load(d, "fig2c")
-    for s, tag in ((s2b, "exact KRR"), (s2c, "RFF, D = 256 pairs")):
-        if s is None:
-            continue
-        g = s[(s["beta"] == 0) & (s["d"] == 5)]
-        for n in sorted(g["n"].unique()):
+    s2b = load(d, "fig2b")
+    if s2b is not None:
+        for dd in (1, 5):
+            g = s2b[(s2b["beta"] == 0) & (s2b["d"] == dd)].sort_values("n")
             for lab in ["GCM", "PrivGCM"]:
-                r = g[(g["n"] == n) & (g["label"] == lab)]
-                if len(r):
-                    rows.append((f"Fig. 2: {lab} type-I error at d = 5, n = {n} ({tag})",
-                                 fmt(r.iloc[0])))
+                gl = g[g["label"] == lab]
+                rows.append((f"Fig. 2b: {lab} type-I error against n, d = {dd}, eps = 7",
+                             "; ".join(f"n = {int(r['n'])} ({tag(r)}): {r['rate']:.3f} "
+                                       f"[{r['lo']:.3f}, {r['hi']:.3f}]"
+                                       for _, r in gl.iterrows())))
     s2a = load(d, "fig2a")
     if s2a is not None:
         for dd in (1, 5):
             for lab in ["GCM", "PrivGCM"]:
-                r = s2a[(s2a["d"] == dd) & (s2a["label"] == lab) & (s2a["beta"] == 1.5)]
-                if len(r):
-                    rows.append((f"Fig. 2a: {lab} power at beta = 1.5, d = {dd}, eps = 7, "
-                                 f"n = {int(r['n'].iloc[0])}", fmt(r.iloc[0])))
-    s2d = load(d, "fig2d")
-    if s2d is not None:
-        for lab in ["GCM", "PrivGCM"]:
-            g = s2d[s2d["label"] == lab].sort_values("beta")
-            rows.append((f"Fig. 2a at n = {int(g['n'].iloc[0])} (RFF): {lab} rejection vs beta, "
-                         "d = 1, eps = 7",
-                         "; ".join(f"beta = {r['beta']:g}: {r['rate']:.2f} [{r['lo']:.2f}, "
-                                   f"{r['hi']:.2f}]" for _, r in g.iterrows())))
-    s4l = load(d, "fig4large")
-    if s4l is not None:
-        wins = 0
-        for e in sorted(s4l["epsilon"].unique()):
-            c = s4l[(s4l["epsilon"] == e) & (s4l["label"] == "PrivCRT")].iloc[0]
-            p = s4l[(s4l["epsilon"] == e) & (s4l["label"] == "PrivGCM")].iloc[0]
-            wins += int(c["lo"] > p["hi"])
-            rows.append((f"Fig. 4 at n = {int(c['n'])} (RFF): PrivCRT vs PrivGCM, beta = 1, "
-                         f"eps = {e:g}", f"PrivCRT {fmt(c)} vs PrivGCM {fmt(p)}"))
-        rows.append((f"Fig. 4 at n = {int(s4l['n'].iloc[0])}: PrivCRT more powerful at every "
-                     "epsilon", f"intervals separated at {wins} of {s4l['epsilon'].nunique()}"))
+                g = s2a[(s2a["d"] == dd) & (s2a["label"] == lab)].sort_values("beta")
+                if len(g):
+                    rows.append((f"Fig. 2a: {lab} rejection vs beta, d = {dd}, eps = 7, "
+                                 f"n = {int(g['n'].iloc[0])} ({tag(g.iloc[0])}, "
+                                 f"R = {int(g['n_reps'].iloc[0])})",
+                                 "; ".join(f"{r['beta']:g}: {r['rate']:.3f} [{r['lo']:.3f}, "
+                                           f"{r['hi']:.3f}]" for _, r in g.iterrows())))
     s4 = load(d, "fig4")
     if s4 is not None:
         g = s4[s4["beta"] == 1.0]
@@ -93,7 +80,7 @@ def main():
             p = g[(g["epsilon"] == e) & (g["label"] == "PrivGCM")].iloc[0]
             wins += int(c["lo"] > p["hi"])
             rows.append((f"Fig. 4: PrivCRT vs PrivGCM power, beta = 1, eps = {e:g}, "
-                         f"n = {int(c['n'])}", f"PrivCRT {fmt(c)} vs PrivGCM {fmt(p)}"))
+                         f"n = {int(c['n'])} ({tag(c)})", f"PrivCRT {fmt(c)} vs PrivGCM {fmt(p)}"))
         rows.append(("Fig. 4: PrivCRT more powerful at every epsilon",
                      f"intervals separated at {wins} of {len(eps_all)} epsilons"))
         g0 = s4[s4["beta"] == 0.0]
@@ -103,7 +90,7 @@ def main():
     s5 = load(d, "fig5")
     if s5 is not None:
         nmin, nmax = s5["n"].min(), s5["n"].max()
-        for lab, eps in (("PrivGCM", 16.0), ("PrivGCM", 4.0), ("GCM", None)):
+        for lab, eps in (("PrivGCM", 16.0), ("PrivGCM", 4.0), ("PrivGCM", 1.0), ("GCM", None)):
             g = s5[s5["label"] == lab]
             if eps is not None:
                 g = g[g["epsilon"] == eps]
@@ -111,9 +98,22 @@ def main():
             up = sum(int(hi_n[hi_n["x"] == x]["rate"].iloc[0] >= lo_n[lo_n["x"] == x]["rate"].iloc[0])
                      for x in g["x"].unique())
             name = lab + (f", eps = {eps:g}" if eps else "")
-            rows.append((f"Fig. 5: {name} power rises from n = {nmin} to n = {nmax}",
-                         f"at least as high at n = {nmax} for {up} of {g['x'].nunique()} features; mean "
-                         f"power {lo_n['rate'].mean():.3f} -> {hi_n['rate'].mean():.3f}"))
+            rows.append((f"Fig. 5: {name} power rises from n = {nmin} to n = {nmax} "
+                         f"(R = {int(g['n_reps'].iloc[0])})",
+                         f"at least as high at n = {nmax} for {up} of {g['x'].nunique()} features; "
+                         f"mean power {lo_n['rate'].mean():.3f} -> {hi_n['rate'].mean():.3f}; "
+                         f"at n = {nmax}: " + ", ".join(f"{r['x']} {r['rate']:.2f}"
+                                                         for _, r in hi_n.iterrows())))
+    s5n = load(d, "fig5null")
+    if s5n is not None:
+        for lab in s5n["label"].unique():
+            g = s5n[s5n["label"] == lab]
+            worst = g.loc[g["rate"].idxmax()]
+            n_above = int((g["lo"] > 0.05).sum())
+            rows.append((f"Fig. 5 null control (X permuted): {lab}"
+                         + (f", eps = {g['epsilon'].max():g}" if lab != "GCM" else ""),
+                         f"mean {g['rate'].mean():.3f}; worst {worst['x']} at n = {int(worst['n'])}: "
+                         f"{fmt(worst)}; cells with lower bound > 0.05: {n_above} of {len(g)}"))
     s3 = load(d, "fig3a")
     if s3 is not None:
         for lab in ["PrivCRT", "CRT"]:
