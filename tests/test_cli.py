@@ -5,6 +5,7 @@ import io
 import numpy as np
 import pytest
 
+import privci
 from privci import cli
 
 
@@ -44,6 +45,25 @@ def test_privgcm_subcommand(csv_file, capsys):
     assert code == 0 and "PrivateTestResult" in out and "epsilon=2" in out and "NOT hardened" in out
 
 
+def test_privgcm_subcommand_centres(csv_file, capsys):
+    common = ["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "2",
+              "--x-bound", "5", "--y-bound", "8", "--seed", "1"]
+    assert cli.main(common + ["--x-center", "0.5", "--y-center", "-0.2"]) == 0
+    out = capsys.readouterr().out
+    d = np.genfromtxt(csv_file, delimiter=",", names=True)
+    ref = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
+                         x_bound=5, y_bound=8, x_center=0.5, y_center=-0.2, rng=1)
+    uncentred = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
+                               x_bound=5, y_bound=8, rng=1)
+    assert f"statistic={ref.statistic:g}," in out.replace(" ", "")
+    assert f"statistic={uncentred.statistic:g}," not in out.replace(" ", "")
+    assert cli.main(common + ["--center-epsilon", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "0.2 for the released centres, 1.8 for the residual products" in out
+    assert cli.main(common + ["--center-epsilon", "3"]) == 2
+    assert "`center_epsilon` must be smaller than `epsilon`" in capsys.readouterr().err
+
+
 def test_privcrt_subcommand_formula_and_column_agree(csv_file, capsys):
     common = ["privcrt", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "2",
               "--y-bound", "8", "--x-residual-bound", "4", "--x-scale", "1", "--seed", "5"]
@@ -56,6 +76,9 @@ def test_privcrt_subcommand_formula_and_column_agree(csv_file, capsys):
 
 def test_gcm_subcommand(csv_file, capsys):
     assert cli.main(["gcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2"]) == 0
+    assert "GCMResult" in capsys.readouterr().out
+    assert cli.main(["gcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
+                     "--ridge-lambda", "0.01", "--center"]) == 0
     assert "GCMResult" in capsys.readouterr().out
 
 

@@ -161,10 +161,18 @@ def main(argv=None):
     g = sub.add_parser("gcm", help="non-private GCM test on a CSV file")
     _add_common(g, private=False)
     g.add_argument("--ridge-lambda", type=float, default=None, help="default: CVST cross-validation")
+    g.add_argument("--center", action="store_true",
+                   help="subtract the sample means of X and Y first (KRR has no intercept)")
     pg = sub.add_parser("privgcm", help="PrivGCM on a CSV file")
     _add_common(pg)
     pg.add_argument("--x-bound", type=float, required=True)
     pg.add_argument("--y-bound", type=float, required=True)
+    pg.add_argument("--x-center", type=float, default=0.0,
+                    help="public centre of X (data clipped to [centre - bound, centre + bound])")
+    pg.add_argument("--y-center", type=float, default=0.0, help="public centre of Y")
+    pg.add_argument("--center-epsilon", type=float, default=None,
+                    help="part of --epsilon spent on private centres of X and Y (sequential "
+                         "composition); default: none, the public centres are used")
     pc = sub.add_parser("privcrt", help="PrivCRT on a CSV file with a Gaussian model-X")
     _add_common(pc)
     pc.add_argument("--y-bound", type=float, required=True)
@@ -187,13 +195,14 @@ def main(argv=None):
         z = np.column_stack([data[c] for c in args.z])
         if args.command == "gcm":
             res = gcm(x, y, z, kernel_sigma=args.kernel_sigma, ridge_lambda=args.ridge_lambda,
-                           alternative=args.alternative)
+                      alternative=args.alternative, center=args.center)
             res = GCMResult(**{**res.__dict__, "resid_x": None, "resid_y": None})
         elif args.command == "privgcm":
             res = privgcm(x, y, z, epsilon=args.epsilon, x_bound=args.x_bound,
                                y_bound=args.y_bound, ridge_lambda=args.ridge_lambda,
                                kernel_sigma=args.kernel_sigma, alternative=args.alternative,
-                               rng=args.seed)
+                               rng=args.seed, x_center=args.x_center, y_center=args.y_center,
+                               center_epsilon=args.center_epsilon)
         else:
             if args.x_mean_column:
                 mu = data[args.x_mean_column]
