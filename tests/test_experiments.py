@@ -1,5 +1,6 @@
 """Tests of privci.simulate (the paper's data) and privci.experiments (the runner)."""
 
+import dataclasses
 import math
 import os
 
@@ -286,3 +287,21 @@ def test_local_cluster_does_not_leak_worker_environment():
     finally:
         cleanup()
     assert {k: os.environ.get(k) for k in experiments._WORKER_ENV} == before
+
+
+def test_centring_options_reach_the_tests():
+    """center_share gives PrivGCM center_epsilon = share * epsilon; center gives the GCM
+    center=True (the same numbers as calling the package directly)."""
+    import privci
+    d = S.paper_data(n=150, d=1, s=2.0, beta=0.0, rng=np.random.default_rng(4))
+    d = dataclasses.replace(d, x=d.x + 1.5)     # off-centre, so the centring matters
+    stat, pval = E._t_privgcm(d, np.random.default_rng(9), 0.05, epsilon=2.0, center_share=0.25)
+    ref = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, center_epsilon=0.5, x_bound=d.x_bound,
+                         y_bound=d.y_bound, rng=np.random.default_rng(9))
+    assert (stat, pval) == (ref.statistic, ref.pvalue)
+    plain, _ = E._t_privgcm(d, np.random.default_rng(9), 0.05, epsilon=2.0)
+    assert plain != stat
+    stat, pval = E._t_gcm(d, np.random.default_rng(9), 0.05, ridge_lambda=0.1, center=True)
+    ref = privci.gcm(d.x, d.y, d.z, ridge_lambda=0.1, center=True, rng=np.random.default_rng(9))
+    assert (stat, pval) == (ref.statistic, ref.pvalue)
+    assert stat != E._t_gcm(d, np.random.default_rng(9), 0.05, ridge_lambda=0.1)[0]
