@@ -1,7 +1,8 @@
 # %% [markdown]
 # # Speed-up of a Dask LocalCluster over the serial run
 #
-# Runs the same small grid (PrivGCM and PrivCRT, n = 2000 by default) serially
+# Runs the same small grid (PrivGCM and PrivCRT, n = 2000 by default; random
+# Fourier features above --exact-max-n, as in the figures) serially
 # and on a LocalCluster with `--workers` single-threaded workers, checks that
 # the two tables agree, and prints the wall times: the whole call (including
 # starting the cluster and compiling the numba kernels in each worker) and the
@@ -29,6 +30,8 @@ def main():
     n = args.n or (300 if args.quick else 2000)
     reps = args.reps or (4 if args.quick else 30)
     tests = [{"test": "privgcm", **U.PRIVATE}, {"test": "privcrt", "m": 19, **U.PRIVATE}]
+    if n > args.exact_max_n:          # as in the figures: random Fourier features above
+        tests = U.with_rff(tests)
     grid = {"n": [n], "d": [1], "s": [2.0], "beta": [0.0, 1.0], "epsilon": [2.0]}
     kw = dict(n_reps=reps, seed=args.seed, progress=False, chunk_size=1)
     experiments.run(tests, {**grid, "n": [200]}, n_reps=1, seed=0, scheduler="serial",
