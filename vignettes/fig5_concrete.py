@@ -141,11 +141,12 @@ def plot(summ, snull, args, features, reps, reps_null):
     for ax in axes.ravel()[len(features):]:
         ax.axis("off")
     axes[0, 0].set_ylabel("rejection rate")
-    axes[0, 0].legend(fontsize=6)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
     fig.suptitle(f"Concrete data: Y = strength, Z = the other 7 features; {reps} subsamples "
                  f"per point ({reps_null} for the permuted-X null control); centred tests",
                  fontsize=10)
-    U.finish(fig, U.png_path(args, "fig5_concrete"))
+    U.finish(fig, U.png_path(args, "fig5_concrete"), rect=(0, 0.07, 1, 1))
 
 
 if __name__ == "__main__":

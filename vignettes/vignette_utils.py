@@ -171,8 +171,8 @@ def band(ax, x, summ, label, colour=None, marker="o", linestyle="-"):
     ax.fill_between(x, lo, hi, alpha=0.2, color=colour, linewidth=0)
 
 
-def finish(fig, path):
-    fig.tight_layout()
+def finish(fig, path, rect=None):
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     print(f"wrote {path}", flush=True)
 
