@@ -3,6 +3,7 @@
 #   vignettes/run_all.sh DATA_CSV [--quick] [figure numbers...]
 # e.g. vignettes/run_all.sh ../shared/data/concrete.csv --quick        (CI: all six, quick)
 #      vignettes/run_all.sh ../shared/data/concrete.csv 5 1 2          (full runs of 5, 1, 2)
+#      WORKERS=2 vignettes/run_all.sh ../shared/data/concrete.csv      (on a 2-worker Dask cluster)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 py=${PYTHON:-python3}
@@ -22,5 +23,5 @@ for f in $figs; do
   esac
   echo "== figure $f: $script $quick $(date -u +%H:%M:%S)"
   /usr/bin/env time -f "== figure $f: wall %e s, user %U s, sys %S s" \
-    nice -n 10 "$py" "$here/$script" $extra $quick --no-progress
+    nice -n 10 "$py" "$here/$script" $extra $quick --no-progress --workers "${WORKERS:-0}"
 done
