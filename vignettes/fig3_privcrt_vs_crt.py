@@ -9,7 +9,7 @@
 # X | Z ~ N(f_s(Z_1), 1) with s = 2, both tests use m = 19 and the statistic
 # T = sum_i r_X,i r_Y,i (PrivCRT: clipped and scaled, ridge_lambda = 5;
 # CRT: unclipped, ridge_lambda = 10 / n).  Default ("full") run: the paper's
-# n = 1000 for (a), n in {100, 316, 1000} for (b), 200 replications (the paper has 500).
+# n = 1000 for (a), n in {100, 316, 1000} for (b), 500 replications (the paper's count).
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -34,7 +34,7 @@ def main():
                   "epsilon": [2.0]}
         grid_b = {"n": [100, 300], "d": [1], "s": [2.0], "beta": [0.0, 1.5], "epsilon": [2.0]}
     else:
-        reps = args.reps or 200
+        reps = args.reps or 500
         grid_a = {"n": [args.n or 1000], "d": [1], "s": [2.0], "beta": BETAS, "epsilon": [2.0]}
         grid_b = {"n": [100, 316, 1000], "d": [1], "s": [2.0], "beta": [0.0, 0.5, 1.5],
                   "epsilon": [2.0]}

@@ -8,7 +8,7 @@
 # and pile up at 1/20 = alpha when beta > 0.
 #
 # Here d = 1, s = 2; default ("full") run with the paper's n = 1000,
-# 200 replications for (a) and the paper's 500 for the histograms (b).
+# the paper's 500 replications for (a) and for the histograms (b).
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads
@@ -31,7 +31,7 @@ def main():
                   "m": [19, 99]}
         betas_b = [0.0, 1.5]
     else:
-        reps_a = args.reps or 200
+        reps_a = args.reps or 500
         reps_b = args.reps or 500
         n = args.n or 1000
         grid_a = {"n": [n], "d": [1], "s": [2.0], "beta": [0.0, 0.5, 1.5], "epsilon": [2.0],
