@@ -1,7 +1,7 @@
 #!/bin/sh
 # Run the vignettes one after the other, niced, logging wall and CPU time.
-#   vignettes/run_all.sh DATA_CSV [--quick] [figure numbers...]
-# e.g. vignettes/run_all.sh ../shared/data/concrete.csv --quick        (CI: all six, quick)
+#   vignettes/run_all.sh DATA_CSV [--quick] [figure numbers, or rff...]
+# e.g. vignettes/run_all.sh ../shared/data/concrete.csv --quick        (CI: all, quick)
 #      vignettes/run_all.sh ../shared/data/concrete.csv 5 1 2          (full runs of 5, 1, 2)
 #      WORKERS=2 vignettes/run_all.sh ../shared/data/concrete.csv      (on a 2-worker Dask cluster)
 set -e
@@ -10,7 +10,7 @@ py=${PYTHON:-python3}
 data=$1; shift
 quick=""
 if [ "$1" = "--quick" ]; then quick="--quick"; shift; fi
-figs=${*:-1 2 3 4 5 6}
+figs=${*:-1 2 3 4 5 6 rff}
 for f in $figs; do
   case $f in
     1) script=fig1_type1_vs_s.py; extra="";;
@@ -19,6 +19,7 @@ for f in $figs; do
     4) script=fig4_power_vs_epsilon.py; extra="";;
     5) script=fig5_concrete.py; extra="$data";;
     6) script=fig6_privcrt_m_and_pvalues.py; extra="";;
+    rff) script=rff_vs_exact.py; extra="";;
     *) echo "unknown figure $f" >&2; exit 2;;
   esac
   echo "== figure $f: $script $quick $(date -u +%H:%M:%S)"
