@@ -8,7 +8,7 @@
 # type-I error grows with n.
 #
 # Default ("full") run: the paper's sizes and 500 replications per point
-# (about 30 minutes on 2 Dask workers): (a) n = 10^4;
+# (about 22 minutes on 2 Dask workers): (a) n = 10^4;
 # (b) n in {100, 316, 1000, 3162, 10^4}.  Exact KRR up to n = 2000, random
 # Fourier features (256 frequency pairs, same kernel and lambda) above
 # (`--exact-max-n`).  Both parts share one CSV, so the n = 10^4, beta in

@@ -13,7 +13,7 @@
 #
 #     python vignettes/rff_vs_exact.py [--quick] [--reps 100] [--workers 2]
 #
-# Full run: 100 replications per cell, about 40 CPU-minutes.
+# Full run: 100 replications per cell, about 33 CPU-minutes (17 on 2 workers).
 
 # %%
 import vignette_utils as U  # first: sets one thread per process before numpy loads

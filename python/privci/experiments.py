@@ -104,27 +104,13 @@ def _t_privgcm(data, rng, alpha, *, epsilon, ridge_lambda=5.0, kernel_sigma=1.0,
 def _t_gcm(data, rng, alpha, *, ridge_lambda=None, kernel_sigma=1.0,
            kernel_approximation="exact", n_features=512, alternative="two-sided",
            center=False):
-    from .gcm import gcm, gcm_from_residuals
-    lam = _lambda_for(ridge_lambda, data.n)
-    if kernel_approximation == "exact":
-        res = gcm(data.x, data.y, data.z, kernel_sigma=kernel_sigma, ridge_lambda=lam,
-                  alternative=alternative, rng=rng, center=bool(center))
-    elif kernel_approximation == "rff":
-        from .regression import krr_residuals, rff_frequencies
-        if lam is None:
-            raise ValueError("the GCM with kernel_approximation='rff' needs a fixed ridge_lambda.")
-        z = np.ascontiguousarray(data.z, dtype=np.float64)
-        freqs = rff_frequencies(z.shape[1], int(n_features), float(kernel_sigma),
-                                np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]))
-        U = np.column_stack([data.x, data.y]).astype(np.float64)
-        if center:
-            U = U - U.mean(axis=0)
-        resid = krr_residuals(z, U, float(kernel_sigma), float(lam),
-                              kernel_approximation="rff", freqs=freqs)
-        res = gcm_from_residuals(resid[:, 0], resid[:, 1], alternative=alternative, rng=rng)
-    else:
-        raise ValueError(f"`kernel_approximation` must be 'exact' or 'rff'; got "
-                         f"{kernel_approximation!r} instead.")
+    from .gcm import gcm
+    frng = np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]) \
+        if kernel_approximation == "rff" else None
+    res = gcm(data.x, data.y, data.z, kernel_sigma=kernel_sigma,
+              ridge_lambda=_lambda_for(ridge_lambda, data.n), alternative=alternative, rng=rng,
+              kernel_approximation=kernel_approximation, n_features=n_features,
+              feature_rng=frng, center=bool(center))
     return res.statistic, res.pvalue
 
 

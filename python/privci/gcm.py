@@ -345,9 +345,7 @@ def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv
                           ridge_lambda=lam, kernel_sigma=sigma, x_bound=xb, y_bound=yb,
                           shape_xy=(p, q), kernel_approximation=kernel_approximation,
                           x_center=xc, y_center=yc)
-    if centre_noise is not None:
-        return rp, caveats, centre_info
-    return rp, caveats
+    return rp, caveats, centre_info
 
 
 def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
@@ -408,7 +406,7 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
     >>> rp.products.shape, round(rp.sensitivity, 3)
     ((100,), 11.729)
     """
-    rp, _ = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
+    rp, _, _ = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
                                kernel_approximation, n_features, feature_rng, x_center, y_center)
     return rp
 
@@ -504,21 +502,18 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     mode = V.check_alternative(alternative)
     n_sim = V.check_int(n_sim, "n_sim", 1)
     user_rng = None if rng is None else V.check_rng(rng)
-    eps_test, centre_info = eps, None
-    if center_epsilon is None:
-        rp, caveats = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma,
-                                         cv_lambdas, kernel_approximation, n_features,
-                                         feature_rng, x_center, y_center)
-    else:
+    eps_c = centre_noise = None
+    eps_test = eps
+    if center_epsilon is not None:
         eps_c = V.positive_finite(center_epsilon, "center_epsilon")
         if not eps_c < eps:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {center_epsilon!r} instead.")
         eps_test = eps - eps_c
-        rp, caveats, centre_info = _residual_products(
-            x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-            kernel_approximation, n_features, feature_rng, x_center, y_center,
-            centre_noise=(eps_c, user_rng))
+        centre_noise = (eps_c, user_rng)
+    rp, caveats, centre_info = _residual_products(
+        x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas, kernel_approximation,
+        n_features, feature_rng, x_center, y_center, centre_noise=centre_noise)
     prod = rp.products.reshape(rp.products.shape[0], -1)
     noisy, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng)
     del prod
@@ -534,8 +529,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     if centre_info is not None:
         mechanism = (f"{info.mechanism} (products, epsilon {eps_test:g}); centres: "
                      f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
-                     f"(epsilon {eps - eps_test:g})")
-        composition = (f" (sequential composition: {eps - eps_test:g} for the released "
+                     f"(epsilon {eps_c:g})")
+        composition = (f" (sequential composition: {eps_c:g} for the released "
                        f"centres, {eps_test:g} for the residual products)")
     record = PrivacyRecord(
         epsilon=eps, mechanism=mechanism, sensitivity=rp.sensitivity,

@@ -80,3 +80,14 @@ def vignettes_dir():
     out = os.environ.get("PRIVCI_BENCH_OUT") or os.path.abspath(os.path.join(here, "..", "..", "vignettes"))
     os.makedirs(out, exist_ok=True)
     return out
+
+
+def finish_loglog(fig, ax, path, title, legend_fontsize=8):
+    """Label a wall-time-against-n log-log plot and save it."""
+    ax.set_xlabel("n")
+    ax.set_ylabel("wall time (s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_fontsize)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

@@ -167,13 +167,7 @@ def _plot(results, path):
             lg = json.load(fh)["results"]
         ax.loglog([r["n"] for r in lg], [r["time"]["privgcm_rff"] for r in lg], "D-",
                   label="privgcm, rff D=512 (bench_large)")
-    ax.set_xlabel("n")
-    ax.set_ylabel("wall time (s)")
-    ax.set_title("Exact kernel path, d = 5 (floor: Gram + Cholesky + solves)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    C.finish_loglog(fig, ax, path, "Exact kernel path, d = 5 (floor: Gram + Cholesky + solves)", legend_fontsize=8)
 
 
 def main():

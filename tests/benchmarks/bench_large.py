@@ -130,13 +130,7 @@ def _plot(results, path):
                   label="privgcm exact kernel, seeded (bench_exact)")
         ax.loglog([r["n"] for r in ex], [r["time"]["privgcm_hardened"] for r in ex], "+-",
                   label="privgcm exact kernel, hardened (bench_exact)")
-    ax.set_xlabel("n")
-    ax.set_ylabel("wall time (s)")
-    ax.set_title(f"PrivGCM, d = 5: exact kernel and random features (D = {D})")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    C.finish_loglog(fig, ax, path, f"PrivGCM, d = 5: exact kernel and random features (D = {D})", legend_fontsize=7)
 
 
 def main():
