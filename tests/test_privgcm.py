@@ -173,6 +173,21 @@ def test_private_centres_compose_with_the_public_centre_path():
     assert np.isfinite(far.statistic) and abs(far.privacy.bounds["x_center"][0] - 5) < 2
 
 
+@pytest.mark.parametrize("total,spent", [(1.0, 0.1), (2.0, 0.5), (0.3, 0.1), (7.0, 0.7),
+                                         (1e-3, 3e-4)])
+def test_budget_split_never_exceeds_epsilon_in_exact_arithmetic(total, spent):
+    """center_epsilon + the products' epsilon <= epsilon exactly (1.0 - 0.1 rounds up in
+    floating point), and the products' share is the largest float that allows it."""
+    from fractions import Fraction
+    from privci.gcm import _remaining_budget
+    r = _remaining_budget(total, spent)
+    assert Fraction(r) + Fraction(spent) <= Fraction(total)
+    assert Fraction(float(np.nextafter(r, np.inf))) + Fraction(spent) > Fraction(total)
+    res = privci.privgcm(X, Y, Z, epsilon=total, center_epsilon=spent, x_bound=1.0,
+                         y_bound=1.0, rng=0)
+    assert res.privacy.noise_scale == res.privacy.sensitivity / r
+
+
 def test_private_centres_restore_the_level_on_uncentred_data():
     """Zero-inflated x far from its public centre, independent of (y, z); y depends on z and
     is off-centre.  Without centring the intercept-free ridge fits leave both means in the

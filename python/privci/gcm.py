@@ -411,6 +411,20 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
     return rp
 
 
+def _remaining_budget(total, spent):
+    """The largest float r with spent + r <= total in exact arithmetic.
+
+    ``total - spent`` in floating point can round up (1.0 - 0.1 does), and
+    the two parts of a sequential composition would then add up to more than
+    ``total`` by an ulp.
+    """
+    from fractions import Fraction
+    r = total - spent
+    while Fraction(r) + Fraction(spent) > Fraction(total):
+        r = float(np.nextafter(r, 0.0))
+    return r
+
+
 def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
@@ -458,7 +472,8 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         sensitivity 2 (p + q) / n); the data are shifted by the released
         means and clipped again to the same width (to [m - bound, m + bound]
         within the public window [center - bound, center + bound]).
-        The products then get ``epsilon - center_epsilon``, and the whole
+        The products then get ``epsilon - center_epsilon`` (rounded down to
+        the float that keeps the exact sum <= epsilon), and the whole
         release is ``epsilon``-DP by sequential composition.  The released
         centres are in ``privacy.bounds``.  None (default): no re-centring.
 
@@ -509,7 +524,7 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         if not eps_c < eps:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {center_epsilon!r} instead.")
-        eps_test = eps - eps_c
+        eps_test = _remaining_budget(eps, eps_c)
         centre_noise = (eps_c, user_rng)
     rp, caveats, centre_info = _residual_products(
         x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas, kernel_approximation,
