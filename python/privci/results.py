@@ -110,6 +110,10 @@ class GCMResult(_ReprMixin):
     resid_x: Optional[np.ndarray] = field(default=None, compare=False)
     resid_y: Optional[np.ndarray] = field(default=None, compare=False)
     n_sim: Optional[int] = None
+    data_name: Optional[str] = None
+
+    def __iter__(self):
+        return iter((self.statistic, self.pvalue))
 
 
 @dataclass(frozen=True, repr=False)
@@ -130,11 +134,17 @@ class PrivateTestResult(_ReprMixin):
     statistic_name: str = "statistic"
     n_resamples: Optional[int] = None
     n_sim: Optional[int] = None
+    data_name: Optional[str] = None
+
+    def __iter__(self):
+        return iter((self.statistic, self.pvalue))
 
     def __repr__(self):
         head = (f"{type(self).__name__}(\n    statistic={_fmt(self.statistic)},"
                 f"\n    pvalue={_fmt(self.pvalue)},\n    alternative={self.alternative!r},"
                 f"\n    method={self.method!r},\n    n={self.n},")
+        if self.data_name is not None:
+            head += f"\n    data_name={self.data_name!r},"
         if self.n_resamples is not None:
             head += f"\n    n_resamples={self.n_resamples},"
         p = self.privacy
@@ -158,6 +168,10 @@ class CRTResult(_ReprMixin):
     n: int
     n_resamples: int
     resampled_statistics: np.ndarray = field(compare=False, default=None)
+    data_name: Optional[str] = None
+
+    def __iter__(self):
+        return iter((self.statistic, self.pvalue))
 
 
 @dataclass(frozen=True, repr=False)
