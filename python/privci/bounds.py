@@ -1,0 +1,600 @@
+"""Private public parameters: centres, bounds and scales released with differential privacy.
+
+Every private test needs public bounds and centres fixed before seeing the
+data.  When nothing public is known about the range of a column, this module
+spends a stated part of the privacy budget on differentially private
+quantiles and releases
+
+* a **centre** per column: the private median;
+* a **bound** per column: a private upper quantile (``bound_quantile``) of
+  ``|x - centre|``, computed after the centre is released;
+* a **scale** per column of Z (:func:`private_scale`): 1.4826 times the private
+  median absolute deviation from the private median, so that ``kernel_sigma``
+  means the same thing whatever the units of Z.
+
+Each quantity is one release of OpenDP's quantile mechanism
+(``make_private_quantile``, an exponential mechanism over a public grid of
+candidates, Smith 2011) with its own epsilon; by sequential composition the
+epsilons add up.  The budget is split equally between the released
+quantities (columns x {centre, bound}); the result says how.
+
+The candidates are public: by default 0 and +-10^(k / points_per_decade) for
+exponents from -6 to 9 (``points_per_decade=1000``, a relative spacing of
+0.23%, 30,003 candidates) for centres, and 10^(k / 50) from 10^-6 to 10^9 for
+bounds (a relative spacing of 4.7%; a bound needs only its order of
+magnitude).  A public range, where one is known, replaces the grid by 10,001
+equally spaced points inside it.
+
+Randomness: ``rng=None`` (default) uses OpenDP's hardened sampler.  A seed or
+Generator selects a numpy implementation of the same exponential mechanism
+(Gumbel noise of scale 2 / epsilon on the scores) for simulation studies: it
+is NOT hardened against floating-point attacks, and its seed must be secret,
+fresh and never reused for a release.
+
+Choice of ``bound_quantile`` (default 0.8).  PrivGCM's Laplace noise does not
+depend on the bounds while its signal shrinks with them, and clipping loses
+less signal than a wide bound does: for Gaussian residuals, the covariance
+that survives clipping at b standard deviations, in units of the bound, is
+(E[X clip(X / b, -1, 1)])^2 r = 0.47 r at b = 1 (quantile 0.68 of |X|),
+0.28 r at b = 1.75 (0.92), 0.11 r at b = 3 and 0.06 r at b = 4 (the oracle
+4-sd bound of the vignettes).  Tighter is stronger, but a bound below the
+spread of the regression function amplifies the bias of a poorly fitted
+regression under the null as much as the signal.  The power study of the
+whole private test in ``vignettes/auto_bounds.py`` (PrivGCM, n = 10^4, the
+paper's design, q in {0.5, 0.68, 0.8, 0.9, 0.95, 0.99}) picks 0.8: see
+``vignettes/README.md``.
+
+The upper quantile is also lowered, using only public numbers, when n and
+epsilon are small: with (1 - q) n epsilon_q / 2 below ln(#candidates) + 5,
+the candidates far beyond the data (all tied at the same score) could win
+the exponential mechanism and release an absurdly large bound, so q is
+capped at 1 - 2 (ln(#candidates) + 5) / (n epsilon_q) (and floored at 0.5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional, Tuple
+
+import numpy as np
+
+from . import _validation as V
+
+__all__ = ["ReleasedParameters", "candidate_grid", "private_quantile", "private_bounds",
+           "private_scale", "DEFAULT_BOUND_QUANTILE", "MAD_TO_SD"]
+
+DEFAULT_BOUND_QUANTILE = 0.8
+MAD_TO_SD = 1.482602218505602  # 1 / Phi^-1(3/4): the MAD of N(0, s^2) is s / 1.4826
+_CENTER_POINTS_PER_DECADE = 1000
+_BOUND_POINTS_PER_DECADE = 50
+_MIN_EXPONENT, _MAX_EXPONENT = -6, 9
+_RANGE_POINTS = 10001
+_TAIL_MARGIN = 5.0
+
+
+# --------------------------------------------------------------------------- grids
+
+def candidate_grid(public_range=None, *, points_per_decade=_CENTER_POINTS_PER_DECADE,
+                   min_exponent=_MIN_EXPONENT, max_exponent=_MAX_EXPONENT, positive=False):
+    """The public candidates of the private quantiles.
+
+    Parameters
+    ----------
+    public_range : (float, float) or None
+        A range known before seeing the data.  Given: 10,001 equally spaced
+        points from its lower to its upper end (``positive=True``: from
+        width / 10,000 to the width, ``upper - lower``).  None: a logarithmic
+        grid.
+    points_per_decade : int, default 1000
+        Candidates per factor of 10 in the logarithmic grid.
+    min_exponent, max_exponent : int, default -6 and 9
+        The logarithmic grid runs over 10^min_exponent .. 10^max_exponent.
+    positive : bool, default False
+        False: 0 and +-10^(k / points_per_decade) (for centres).  True: the
+        positive half only (for bounds and scales).
+
+    Returns
+    -------
+    ndarray, increasing
+
+    Examples
+    --------
+    >>> from privci import bounds
+    >>> g = bounds.candidate_grid(points_per_decade=1, min_exponent=-1, max_exponent=1)
+    >>> g.tolist()
+    [-10.0, -1.0, -0.1, 0.0, 0.1, 1.0, 10.0]
+    >>> bounds.candidate_grid((0, 10), positive=True)[[0, -1]].tolist()
+    [0.001, 10.0]
+    """
+    if public_range is not None:
+        lo, hi = _check_range(public_range, "public_range")
+        if positive:
+            w = hi - lo
+            return np.linspace(w / (_RANGE_POINTS - 1), w, _RANGE_POINTS - 1)
+        return np.linspace(lo, hi, _RANGE_POINTS)
+    ppd = V.check_int(points_per_decade, "points_per_decade", 1)
+    lo_e = V.check_int(min_exponent, "min_exponent", -300)
+    hi_e = V.check_int(max_exponent, "max_exponent", lo_e + 1)
+    if hi_e > 300:
+        raise ValueError(f"`max_exponent` must be at most 300; got {hi_e} instead.")
+    pos = 10.0 ** (np.arange(lo_e * ppd, hi_e * ppd + 1) / ppd)
+    if positive:
+        return pos
+    return np.concatenate([-pos[::-1], [0.0], pos])
+
+
+def _check_range(value, name):
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be None or a pair (lower, upper) of numbers; got "
+                        f"{V._short(value)} instead.") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"`{name}` must be a finite pair with lower < upper; got "
+                         f"{V._short(value)} instead.")
+    return lo, hi
+
+
+def _column_ranges(value, name, ncol):
+    """None, one (lower, upper) pair for every column, or one pair per column."""
+    if value is None:
+        return [None] * ncol
+    arr = np.asarray(value, dtype=object)
+    if arr.ndim == 1 and len(value) == 2 and not isinstance(value[0], (tuple, list, np.ndarray)):
+        r = _check_range(value, name)
+        return [r] * ncol
+    ranges = [_check_range(v, name) for v in value]
+    if len(ranges) != ncol:
+        raise ValueError(f"`{name}` must be one (lower, upper) pair or one pair per column "
+                         f"({ncol}); got {len(ranges)} pairs instead.")
+    return ranges
+
+
+# --------------------------------------------------------------------------- one quantile
+
+def _dp():
+    # OpenDP's core modules only: `opendp.prelude` also imports opendp.extras (~3 s).
+    from opendp import domains, measurements, measures, metrics, mod
+
+    mod.enable_features("contrib")
+    return domains, measurements, measures, metrics
+
+
+def _opendp_quantile(values, alpha, epsilon, candidates):
+    """OpenDP's make_private_quantile on a vector of known size; map(2) <= epsilon."""
+    domains, measurements, measures, metrics = _dp()
+    dom = domains.vector_domain(domains.atom_domain(T=float, nan=False), size=int(values.size))
+    met = metrics.symmetric_distance()
+    cands = [float(c) for c in candidates]
+    scale = 2.0 / epsilon
+    for attempt in range(64):
+        meas = measurements.make_private_quantile(dom, met, measures.max_divergence(),
+                                                  candidates=cands, alpha=float(alpha),
+                                                  scale=scale)
+        # replacing one row of a data set of known size is a symmetric distance of 2
+        spent = meas.map(2)
+        if spent <= epsilon:
+            return float(meas(values.tolist())), scale, float(spent)
+        scale = float(np.nextafter(scale * max(1.0, spent / epsilon), np.inf)) \
+            if attempt < 8 else scale * (1.0 + 1e-12 * 2.0 ** (attempt - 8))
+    raise RuntimeError("could not calibrate OpenDP's quantile mechanism to the requested "
+                       "epsilon")  # pragma: no cover
+
+
+def _numpy_quantile(values, alpha, epsilon, candidates, rng):
+    """The exponential mechanism with score -dist(alpha n, [#{x < c}, #{x <= c}]).
+
+    Replacing one row moves both counts by at most 1, so the score has
+    sensitivity 1; the Gumbel-max trick with scale 2 / epsilon samples the
+    exponential mechanism exp(epsilon u / 2).
+    """
+    xs = np.sort(values)
+    lt = np.searchsorted(xs, candidates, side="left")
+    le = np.searchsorted(xs, candidates, side="right")
+    target = alpha * xs.size
+    score = -np.maximum(0.0, np.maximum(lt - target, target - le))
+    idx = int(np.argmax(score + rng.gumbel(0.0, 2.0 / epsilon, size=score.size)))
+    return float(candidates[idx])
+
+
+def _quantile(values, alpha, epsilon, candidates, rng):
+    if rng is None:
+        value, _, spent = _opendp_quantile(values, alpha, epsilon, candidates)
+        return value, spent
+    return _numpy_quantile(values, alpha, epsilon, candidates, rng), epsilon
+
+
+_MECH_OPENDP = "OpenDP make_private_quantile (exponential mechanism over public candidates)"
+_MECH_NUMPY = "exponential mechanism over public candidates (numpy Gumbel noise, not hardened)"
+_NOT_HARDENED = ("quantiles drawn with a seeded numpy generator: reproducible but not hardened "
+                 "against floating-point attacks; the seed must be secret, fresh and never "
+                 "reused; use rng=None for a release.")
+
+
+def private_quantile(values, alpha, *, epsilon, candidates=None, rng=None, budget=None):
+    """An epsilon-DP ``alpha``-quantile of one column, chosen among public candidates.
+
+    Parameters
+    ----------
+    values : array-like (n,)
+        One column of private data (no NaN or inf).
+    alpha : float in [0, 1]
+        0.5 for the median.
+    epsilon : float
+        Privacy parameter (> 0), under replacement of one row.
+    candidates : array-like or None
+        Public candidates, fixed before seeing the data; sorted on use.
+        None: :func:`candidate_grid` (0 and +-10^-6 .. 10^9, 1000 per decade).
+    rng : None, int or numpy Generator
+        None: OpenDP's hardened ``make_private_quantile``.  Given: numpy
+        Gumbel noise (reproducible, not hardened; the seed must be secret,
+        fresh and never reused).
+    budget : privci.budget.PrivacyBudget or None
+        Charged ``epsilon`` before anything is computed.
+
+    Returns
+    -------
+    float
+        One of the candidates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci import bounds
+    >>> x = np.random.default_rng(0).normal(50, 1, size=2000)
+    >>> m = bounds.private_quantile(x, 0.5, epsilon=1.0)   # hardened (OpenDP)
+    >>> abs(m - 50) < 0.3
+    True
+    """
+    x = V.as_data(values, "values", min_rows=1)
+    if x.shape[1] != 1:
+        raise ValueError(f"`values` must be one column; got shape {x.shape} instead.")
+    a = _check_unit(alpha, "alpha")
+    eps = V.positive_finite(epsilon, "epsilon")
+    cands = _check_candidates(candidates)
+    user_rng = None if rng is None else V.check_rng(rng)
+    from .budget import _charge
+    _charge(budget, eps, test="private_quantile", details=f"alpha = {a:g}")
+    value, _ = _quantile(x[:, 0], a, eps, cands, user_rng)
+    return value
+
+
+def _check_unit(value, name, lo=0.0, hi=1.0):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`{name}` must be a number in [{lo:g}, {hi:g}]; got "
+                        f"{type(value).__name__} {V._short(value)} instead.")
+    v = float(value)
+    if not (lo <= v <= hi):
+        raise ValueError(f"`{name}` must be in [{lo:g}, {hi:g}]; got {V._short(value)} instead.")
+    return v
+
+
+def _check_candidates(candidates, positive=False):
+    if candidates is None:
+        return candidate_grid(positive=positive)
+    c = np.asarray(candidates, dtype=np.float64).ravel()
+    if c.size == 0 or not np.all(np.isfinite(c)):
+        raise ValueError("`candidates` must be a non-empty sequence of finite numbers; got "
+                         f"{V._short(candidates)} instead.")
+    return np.unique(c)
+
+
+# --------------------------------------------------------------------------- bounds
+
+@dataclass(frozen=True)
+class ReleasedParameters:
+    """Centres, bounds or scales released by private quantiles, with their privacy record.
+
+    Attributes
+    ----------
+    center : tuple of float or None
+        Per column: the private median (or the given public centre when no
+        centre was released).
+    bound : tuple of float or None
+        Per column: the private ``bound_quantile`` of ``|x - center|``.
+    scale : tuple of float or None
+        Per column (:func:`private_scale`): 1.4826 x the private median of
+        ``|z - center|``.
+    epsilon : float
+        Total epsilon spent (the sum over the released quantities).
+    epsilon_each : float
+        Epsilon of each released quantity (the budget split equally).
+    released : tuple of str
+        The released quantities in order, e.g. ``("center[0]", "bound[0]")``.
+    bound_quantile : float or None
+        The upper quantile actually used (after the public small-sample cap).
+    mechanism, hardened, guarantee, caveats
+        As in :class:`privci.PrivacyRecord`.
+    """
+
+    center: Optional[Tuple[float, ...]]
+    bound: Optional[Tuple[float, ...]]
+    epsilon: float
+    epsilon_each: float
+    released: Tuple[str, ...]
+    bound_quantile: Optional[float]
+    mechanism: str
+    hardened: bool
+    guarantee: str
+    scale: Optional[Tuple[float, ...]] = None
+    caveats: Tuple[str, ...] = field(default=())
+
+    def as_record(self):
+        """A plain dict for a privacy record (``PrivacyRecord.bounds``) or a ledger."""
+        out = {"epsilon": self.epsilon, "epsilon_each": self.epsilon_each,
+               "released": self.released, "mechanism": self.mechanism,
+               "hardened": self.hardened}
+        for k in ("center", "bound", "scale", "bound_quantile"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return out
+
+    def transform(self, data):
+        """(data - center) / scale, column by column (for Z before a kernel regression)."""
+        if self.scale is None:
+            raise ValueError("`transform` needs released scales (see private_scale); this "
+                             "release has none.")
+        d = V.as_data(data, "data")
+        if d.shape[1] != len(self.scale):
+            raise ValueError(f"`data` must have {len(self.scale)} columns; got {d.shape[1]}.")
+        return (d - np.asarray(self.center)) / np.asarray(self.scale)
+
+
+def _split(epsilon, k):
+    """The largest float e with k * e <= epsilon in exact arithmetic."""
+    e = epsilon / k
+    while Fraction(e) * k > Fraction(epsilon):
+        e = float(np.nextafter(e, 0.0))
+    return e
+
+
+def _effective_bound_quantile(bound_quantile, n, epsilon_each, n_candidates):
+    """The public cap on the upper quantile: min(q, 1 - 2 (ln C + 5) / (n eps)), >= 0.5."""
+    cap = 1.0 - 2.0 * (math.log(n_candidates) + _TAIL_MARGIN) / (n * epsilon_each)
+    return float(max(0.5, min(bound_quantile, cap)))
+
+
+def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, ranges,
+                     bound_quantile, rng, scale_mode=False):
+    """Release centres and bounds (or scales) of the columns of ``cols`` (list of (n,) arrays).
+
+    The budget is split equally among the released quantities; each column's
+    centre is released before its bound, which uses |x - released centre|.
+    """
+    k = sum(bool(c) for c in want_center) + sum(bool(b) for b in want_bound)
+    if k == 0:
+        raise ValueError("nothing to release: no centre and no bound was requested.")
+    e = _split(epsilon, k)
+    centers, bounds_, released, spent, q_used = [], [], [], 0.0, None
+    for j, col in enumerate(cols):
+        n = col.size
+        c = float(given_centers[j])
+        if want_center[j]:
+            grid = candidate_grid(ranges[j])
+            c, s = _quantile(col, 0.5, e, grid, rng)
+            spent += s
+            released.append(f"center[{j}]")
+        centers.append(c)
+        if want_bound[j]:
+            r = ranges[j]
+            grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
+                                  points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
+            q = 0.5 if scale_mode else _effective_bound_quantile(bound_quantile, n, e, grid.size)
+            b, s = _quantile(np.abs(col - c), q, e, grid, rng)
+            spent += s
+            released.append(("scale" if scale_mode else "bound") + f"[{j}]")
+            bounds_.append(b * MAD_TO_SD if scale_mode else b)
+            q_used = q if q_used is None else min(q_used, q)
+        else:
+            bounds_.append(None)
+    return centers, bounds_, tuple(released), spent, e, q_used
+
+
+def _guarantee(eps, k, e, what):
+    return (f"the released {what} are {eps:g}-differentially private under replacement of one "
+            f"row, by sequential composition of {k} private quantiles of epsilon {e:g} each")
+
+
+def private_bounds(x, *, epsilon, center=True, bound=True, bound_quantile=DEFAULT_BOUND_QUANTILE,
+                   public_range=None, rng=None, budget=None):
+    """Private centres and bounds of each column of ``x``, for the private tests.
+
+    Parameters
+    ----------
+    x : array-like (n,) or (n, p)
+        Private data (no NaN or inf).
+    epsilon : float
+        The privacy budget spent here (> 0); split equally among the released
+        quantities (p centres and p bounds by default).  Spend the rest on the
+        test: the two releases compose sequentially.
+    center : bool or float or one per column, default True
+        True: release the private median of each column.  A number (or one
+        per column): a known public centre, used for the bound.
+    bound : bool, default True
+        Release the private ``bound_quantile`` of ``|x - center|``.
+    bound_quantile : float in [0.5, 1), default 0.8
+        Chosen by a power study of the whole PrivGCM test (module notes).
+        Lowered, from public numbers only, when n epsilon is small.
+    public_range : (lower, upper), a pair per column, or None
+        A range known before seeing the data: the candidates become 10,001
+        equally spaced points inside it (bounds: up to its width).  None: a
+        logarithmic grid over +-10^-6 .. 10^9 (see :func:`candidate_grid`).
+    rng : None, int or numpy Generator
+        None: OpenDP's hardened quantile mechanism.  Given: numpy noise for
+        simulations (not hardened; the seed must be secret, fresh and never
+        reused for a release).
+    budget : privci.budget.PrivacyBudget or None
+        Charged ``epsilon`` (test ``"private_bounds"``) before anything is
+        computed; a refused charge computes nothing.
+
+    Returns
+    -------
+    ReleasedParameters
+        ``center`` and ``bound`` (tuples, one per column), the epsilon spent
+        and how it was split, the mechanism and whether it was hardened.
+
+    Notes
+    -----
+    A data set of known size n changes by a symmetric distance of 2 when one
+    row is replaced; each quantile is epsilon_each-DP for that change
+    (OpenDP's map(2)), each bound uses only the released centre, and the sum
+    of the epsilon_each is at most ``epsilon`` (basic sequential composition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci import bounds
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(50, 2, size=(5000, 1))
+    >>> rel = bounds.private_bounds(x, epsilon=0.5)          # hardened (OpenDP)
+    >>> abs(rel.center[0] - 50) < 0.3, 2 < rel.bound[0] < 3.5, rel.epsilon <= 0.5
+    (True, True, True)
+    >>> rel.released
+    ('center[0]', 'bound[0]')
+    """
+    xa = V.as_data(x, "x", min_rows=1)
+    eps = V.positive_finite(epsilon, "epsilon")
+    p = xa.shape[1]
+    if isinstance(center, (bool, np.bool_)):
+        want_c, given_c = [bool(center)] * p, np.zeros(p)
+    else:
+        want_c, given_c = [False] * p, V.public_centres(center, "center", p)
+    if not isinstance(bound, (bool, np.bool_)):
+        raise TypeError(f"`bound` must be True or False; got {V._short(bound)} instead.")
+    q = _check_unit(bound_quantile, "bound_quantile", 0.5, 1.0)
+    if q >= 1.0:
+        raise ValueError("`bound_quantile` must be smaller than 1 (the maximum is not a stable "
+                         "statistic); got 1.0 instead.")
+    ranges = _column_ranges(public_range, "public_range", p)
+    user_rng = None if rng is None else V.check_rng(rng)
+    if not any(want_c) and not bound:
+        raise ValueError("nothing to release: `center` is a public value and `bound` is False.")
+    from .budget import _charge
+    _charge(budget, eps, test="private_bounds",
+            details=f"{p} column(s): centre {any(want_c)}, bound {bool(bound)}")
+    centers, bnds, released, spent, e, q_used = _release_columns(
+        [xa[:, j] for j in range(p)], epsilon=eps, want_center=want_c,
+        want_bound=[bool(bound)] * p, given_centers=given_c, ranges=ranges,
+        bound_quantile=q, rng=user_rng)
+    return ReleasedParameters(
+        center=tuple(centers), bound=tuple(bnds) if bound else None, epsilon=spent,
+        epsilon_each=e, released=released, bound_quantile=q_used,
+        mechanism=_MECH_OPENDP if user_rng is None else _MECH_NUMPY,
+        hardened=user_rng is None,
+        guarantee=_guarantee(eps, len(released), e, "centres and bounds"),
+        caveats=() if user_rng is None else (_NOT_HARDENED,))
+
+
+def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
+    """Private centre and scale of each column of Z, so that ``kernel_sigma`` is unit-free.
+
+    The centre is the private median and the scale 1.4826 times the private
+    median of ``|z - centre|`` (the MAD, which equals the standard deviation
+    for Gaussian data).  ``rel.transform(z)`` returns (z - centre) / scale;
+    a Gaussian kernel exp(-kernel_sigma ||z - z'||^2) on the transformed Z
+    then has a bandwidth in units of the spread of each column.  The kernel
+    has k(z, z) = 1 whatever the scaling, so the sensitivity of the private
+    tests is unchanged; the scale is a released value (post-processing) and
+    its epsilon adds to the test's.
+
+    Parameters
+    ----------
+    z : array-like (n,) or (n, d)
+    epsilon : float
+        Split equally among the 2 d released quantities.
+    public_range, rng, budget
+        As in :func:`private_bounds`.
+
+    Returns
+    -------
+    ReleasedParameters
+        ``center`` and ``scale`` per column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci import bounds
+    >>> z = np.random.default_rng(1).normal(0, 300, size=(4000, 2))
+    >>> rel = bounds.private_scale(z, epsilon=1.0, rng=7)   # seeded: not hardened
+    >>> [round(s / 300, 1) for s in rel.scale], rel.hardened
+    ([1.0, 1.0], False)
+    >>> rel.transform(z).std(axis=0).round(1).tolist()
+    [1.0, 1.0]
+    """
+    za = V.as_data(z, "z", min_rows=1)
+    eps = V.positive_finite(epsilon, "epsilon")
+    d = za.shape[1]
+    ranges = _column_ranges(public_range, "public_range", d)
+    user_rng = None if rng is None else V.check_rng(rng)
+    from .budget import _charge
+    _charge(budget, eps, test="private_scale", details=f"{d} column(s) of z")
+    centers, scales, released, spent, e, _ = _release_columns(
+        [za[:, j] for j in range(d)], epsilon=eps, want_center=[True] * d,
+        want_bound=[True] * d, given_centers=np.zeros(d), ranges=ranges,
+        bound_quantile=0.5, rng=user_rng, scale_mode=True)
+    return ReleasedParameters(
+        center=tuple(centers), bound=None, scale=tuple(scales), epsilon=spent, epsilon_each=e,
+        released=released, bound_quantile=None,
+        mechanism=_MECH_OPENDP if user_rng is None else _MECH_NUMPY, hardened=user_rng is None,
+        guarantee=_guarantee(eps, len(released), e, "centres and scales"),
+        caveats=() if user_rng is None else (_NOT_HARDENED,))
+
+
+# --------------------------------------------------------------------------- for the tests
+
+def _auto_public_parameters(x, y, *, epsilon, want_center=(True, True), want_bound=(True, True),
+                            x_center=0.0, y_center=0.0, x_range=None, y_range=None,
+                            bound_quantile=DEFAULT_BOUND_QUANTILE, rng=None):
+    """Release the "auto" public parameters of a private test (for privgcm / privcrt).
+
+    ``x`` (n,) or (n, p) and ``y`` (n,) or (n, q) are the private data as the
+    test receives them (for PrivCRT's ``x_residual_bound`` pass
+    ``x - model_x.conditional_mean(z)``, a row-wise map with a public
+    function, and ``want_center=(False, ...)``).  ``want_center[i]`` /
+    ``want_bound[i]`` select what is released for x (i = 0) and y (i = 1);
+    where no centre is released the given public ``x_center`` / ``y_center``
+    is used for the bound.  ``epsilon`` is split equally among all released
+    quantities (each column of x and y: centre, then bound).  No budget is
+    charged here: the caller charges the test's whole epsilon once.
+
+    Returns
+    -------
+    dict with ``x_center``, ``y_center``, ``x_bound``, ``y_bound`` (ndarrays
+    of one value per column, or None when not released), ``epsilon``
+    (spent), ``epsilon_each``, ``released`` (names such as
+    ``"x_center[0]"``), ``bound_quantile``, ``mechanism``, ``hardened`` and
+    ``caveats``.
+    """
+    xa = V.as_data(x, "x", min_rows=1)
+    ya = V.as_data(y, "y", min_rows=1)
+    V.check_same_rows(x=xa, y=ya)
+    eps = V.positive_finite(epsilon, "epsilon")
+    wc = tuple(bool(v) for v in want_center)
+    wb = tuple(bool(v) for v in want_bound)
+    if len(wc) != 2 or len(wb) != 2:
+        raise ValueError("`want_center` and `want_bound` must be pairs (for x, for y).")
+    p, q = xa.shape[1], ya.shape[1]
+    xc = V.public_centres(x_center, "x_center", p)
+    yc = V.public_centres(y_center, "y_center", q)
+    ranges = _column_ranges(x_range, "x_range", p) + _column_ranges(y_range, "y_range", q)
+    qb = _check_unit(bound_quantile, "bound_quantile", 0.5, 1.0)
+    user_rng = None if rng is None else V.check_rng(rng)
+    cols = [xa[:, j] for j in range(p)] + [ya[:, j] for j in range(q)]
+    centers, bnds, released, spent, e, q_used = _release_columns(
+        cols, epsilon=eps, want_center=[wc[0]] * p + [wc[1]] * q,
+        want_bound=[wb[0]] * p + [wb[1]] * q, given_centers=np.concatenate([xc, yc]),
+        ranges=ranges, bound_quantile=qb, rng=user_rng)
+    names = [f"x_{{}}[{j}]" for j in range(p)] + [f"y_{{}}[{j}]" for j in range(q)]
+    rel = tuple(names[int(r.split("[")[1][:-1])].format(r.split("[")[0]) for r in released)
+    return {
+        "x_center": np.asarray(centers[:p]) if wc[0] else None,
+        "y_center": np.asarray(centers[p:]) if wc[1] else None,
+        "x_bound": np.asarray(bnds[:p], dtype=np.float64) if wb[0] else None,
+        "y_bound": np.asarray(bnds[p:], dtype=np.float64) if wb[1] else None,
+        "epsilon": spent, "epsilon_each": e, "released": rel, "bound_quantile": q_used,
+        "mechanism": _MECH_OPENDP if user_rng is None else _MECH_NUMPY,
+        "hardened": user_rng is None,
+        "caveats": () if user_rng is None else (_NOT_HARDENED,),
+    }
