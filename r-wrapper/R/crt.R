@@ -66,6 +66,11 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #'
 #' @inheritParams privgcm
 #' @param x,y Numeric vectors (n).
+#' @param formula,data `Y ~ X | Z1 + Z2` with the variables in `data`, as in
+#'   [gcm()]: X (one variable) is the one whose law given Z is `model_x`, and
+#'   a function in `model_x` receives the evaluated Z (a vector for one term,
+#'   a matrix with one named column per term otherwise). `data.name` shows
+#'   the formula.
 #' @param model_x The law of X given Z: [gaussian_model_x()] (or a list with
 #'   `mean` and `scale`). When `x_resamples` is given it may instead be the
 #'   vector of the n conditional means.
@@ -95,15 +100,34 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #'   y <- 2 * (x - sin(z)) + rnorm(n)
 #'   privcrt(x, y, z, epsilon = 2, model_x = gaussian_model_x(sin, 1),
 #'           y_bound = 8, x_residual_bound = 4, seed = 1)
+#'   d <- data.frame(X = x, Y = y, Z = z)
+#'   privcrt(Y ~ X | Z, data = d, epsilon = 2, model_x = gaussian_model_x(sin, 1),
+#'           y_bound = 8, x_residual_bound = 4, seed = 1)
 #' }
-privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
-                    n_resamples = 19L, x_resamples = NULL, ridge_lambda = 5,
-                    kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
-                    seed = NULL, kernel_approximation = "exact", n_features = 512L,
-                    feature_seed = NULL, y_center = 0) {
+privcrt <- function(x, ...) UseMethod("privcrt")
+
+#' @rdname privcrt
+#' @export
+privcrt.formula <- function(formula, data = NULL, ...) {
+  f <- .formula_xyz(formula, data, if (missing(data)) NULL else .expr(substitute(data)))
+  x <- f$x
+  y <- f$y
+  z <- f$z
+  res <- privcrt.default(x, y, z, ...)
+  res$data.name <- f$data.name
+  res
+}
+
+#' @rdname privcrt
+#' @export
+privcrt.default <- function(x, y, z = NULL, epsilon, model_x, y_bound, x_residual_bound,
+                            n_resamples = 19L, x_resamples = NULL, ridge_lambda = 5,
+                            kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
+                            seed = NULL, kernel_approximation = "exact", n_features = 512L,
+                            feature_seed = NULL, y_center = 0, ...) {
   call <- match.call()
   alternative <- match.arg(alternative)
-  res <- .py_call("privcrt", list(
+  args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z), epsilon = epsilon,
     model_x = .crt_model_x(model_x, z, call), y_bound = y_bound,
     x_residual_bound = x_residual_bound, n_resamples = n_resamples,
@@ -112,10 +136,10 @@ privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
     rng = .py_seed(seed), kernel_approximation = kernel_approximation,
     n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed"),
     y_center = y_center
-  ), call)
+  )
+  res <- .py_call("privcrt", c(args, .py_extra(list(...), names(args), "privcrt")), call)
   statistic <- c(rank = res$statistic)
-  data.name <- paste(.expr(call$x), "and", .expr(call$y), "given", .expr(call$z))
-  out <- .private_htest(res, statistic, alternative, data.name,
+  out <- .private_htest(res, statistic, alternative, .data_name(call),
                         parameter = c(m = res$n_resamples))
   out$n_resamples <- res$n_resamples
   out
@@ -130,6 +154,9 @@ privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
 #' samples.
 #'
 #' @inheritParams privcrt
+#' @param ... For the default method: further named arguments, passed
+#'   unchanged to the Python function `privci.crt` (see [privgcm()]). For the
+#'   formula method: the arguments of the default method.
 #' @param statistic `NULL` (the default statistic T = sum_i (x_i -
 #'   E\[X | z_i\]) r_Y,i, with r_Y the unclipped kernel ridge residuals of y on
 #'   z) or an R function `function(x, y, z)` returning one number, applied to
@@ -148,26 +175,45 @@ privcrt <- function(x, y, z, epsilon, model_x, y_bound, x_residual_bound,
 #'   x <- sin(z) + rnorm(n)
 #'   y <- rnorm(n)
 #'   crt(x, y, z, model_x = gaussian_model_x(sin, 1), n_resamples = 99, seed = 1)
+#'   crt(Y ~ X | Z, data = data.frame(X = x, Y = y, Z = z),
+#'       model_x = gaussian_model_x(sin, 1), n_resamples = 99, seed = 1)
 #' }
-crt <- function(x, y, z, model_x, n_resamples = 199L, x_resamples = NULL,
-                alternative = c("two.sided", "less", "greater"), seed = NULL,
-                statistic = NULL, ridge_lambda = 5, kernel_sigma = 1) {
+crt <- function(x, ...) UseMethod("crt")
+
+#' @rdname crt
+#' @export
+crt.formula <- function(formula, data = NULL, ...) {
+  f <- .formula_xyz(formula, data, if (missing(data)) NULL else .expr(substitute(data)))
+  x <- f$x
+  y <- f$y
+  z <- f$z
+  res <- crt.default(x, y, z, ...)
+  res$data.name <- f$data.name
+  res
+}
+
+#' @rdname crt
+#' @export
+crt.default <- function(x, y, z = NULL, model_x, n_resamples = 199L, x_resamples = NULL,
+                        alternative = c("two.sided", "less", "greater"), seed = NULL,
+                        statistic = NULL, ridge_lambda = 5, kernel_sigma = 1, ...) {
   call <- match.call()
   alternative <- match.arg(alternative)
-  res <- .py_call("crt", list(
+  args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z),
     model_x = .crt_model_x(model_x, z, call), n_resamples = n_resamples,
     x_resamples = .py_data(x_resamples), alternative = .py_alternative(alternative),
     rng = .py_seed(seed), statistic = statistic, ridge_lambda = ridge_lambda,
     kernel_sigma = kernel_sigma
-  ), call)
+  )
+  res <- .py_call("crt", c(args, .py_extra(list(...), names(args), "crt")), call)
   structure(list(
     statistic = c(T = res$statistic),
     parameter = c(m = res$n_resamples),
     p.value = res$pvalue,
     alternative = alternative,
     method = res$method,
-    data.name = paste(.expr(call$x), "and", .expr(call$y), "given", .expr(call$z)),
+    data.name = .data_name(call),
     n = res$n,
     resampled_statistics = as.numeric(res$resampled_statistics)
   ), class = "htest")

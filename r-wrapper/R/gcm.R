@@ -21,11 +21,27 @@
 #' available; the data arguments are lower case (`x`, `y`, `z`), so calls
 #' that name `X =`, `Y =`, `Z =` need those names changed.
 #'
+#' @section Formula interface:
+#' `gcm(Y ~ X | Z1 + Z2, data = d)` (the notation of the comets package)
+#' tests Y and X given Z1 and Z2, the variables looked up in `data` (a data
+#' frame, a matrix with column names, or a list; without `data`, in the
+#' formula's environment). Several terms on either side of `~` give several
+#' columns (the multivariate test); terms may be expressions such as
+#' `log(X)` or `I(Z^2)`; `.` after `|` stands for all columns of `data` not
+#' used on the left of `|`; `Y ~ X` without `|` means no conditioning
+#' (`z = NULL`). Factors and character columns are refused: code them as
+#' numbers first. The result's `data.name` is the formula (and the data).
+#'
 #' @param x,y Numeric vectors, matrices or data frames with one row per
 #'   observation (several columns give the multivariate max test). May be
 #'   omitted when both `resid.XonZ` and `resid.YonZ` are given.
 #' @param z Numeric vector, matrix or data frame (n rows), or `NULL` for no
 #'   conditioning (the residuals are then `x` and `y` themselves, as in R).
+#' @param formula A formula `Y ~ X | Z` (or `Y ~ X`), see the section
+#'   Formula interface.
+#' @param data A data frame, a matrix with column names or a list holding the
+#'   variables of `formula`; `NULL` (default) looks them up in the formula's
+#'   environment.
 #' @param regr.method Only `"kernel.ridge"` (gcm.test's name; `"kernel_ridge"`
 #'   is accepted too).
 #' @param regr.pars gcm.test-style list with optional `sigma` and `lambda`
@@ -51,6 +67,12 @@
 #'   computed (as in gcm.test); a missing one is computed from `x`/`y` and `z`.
 #' @param nsim gcm.test's name for `n_sim`.
 #' @param alpha Level used only for the gcm.test-compatible element `reject`.
+#' @param ... For the default method: further named arguments, passed
+#'   unchanged to the Python function `privci.gcm` (or to
+#'   `privci.gcm_from_residuals` when residuals are given), so that options
+#'   added to the Python package are usable from R without a change here;
+#'   R values are converted by reticulate's defaults. For the formula method:
+#'   the arguments of the default method (everything but `x`, `y`, `z`).
 #'
 #' @return A list of class `htest` with `statistic` (`Z`, or `max|Z|` for the
 #'   multivariate test), `parameter` (`n`, and `nsim` for the multivariate
@@ -70,13 +92,33 @@
 #'   gcm(x, y, z, ridge_lambda = 0.01)
 #'   # the same call as GeneralisedCovarianceMeasure::gcm.test
 #'   gcm(x, y, z, regr.method = "kernel.ridge", regr.pars = list(sigma = 1, lambda = 0.01))
+#'   # the formula form: Y and X given Z, columns of a data frame
+#'   d <- data.frame(X = x, Y = y, Z = z)
+#'   gcm(Y ~ X | Z, data = d, ridge_lambda = 0.01)
 #' }
-gcm <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list(),
-                kernel_sigma = 1, ridge_lambda = NULL, cv_lambdas = NULL, cv_folds = 10L,
-                n_sim = 499L, alternative = c("two.sided", "less", "greater"),
-                seed = NULL, kernel_approximation = "exact", n_features = 512L,
-                feature_seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL, nsim = NULL,
-                alpha = 0.05) {
+gcm <- function(x, ...) UseMethod("gcm")
+
+#' @rdname gcm
+#' @export
+gcm.formula <- function(formula, data = NULL, ...) {
+  f <- .formula_xyz(formula, data, if (missing(data)) NULL else .expr(substitute(data)))
+  x <- f$x
+  y <- f$y
+  z <- f$z
+  res <- gcm.default(x, y, z, ...)
+  res$data.name <- f$data.name
+  res
+}
+
+#' @rdname gcm
+#' @export
+gcm.default <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list(),
+                        kernel_sigma = 1, ridge_lambda = NULL, cv_lambdas = NULL,
+                        cv_folds = 10L, n_sim = 499L,
+                        alternative = c("two.sided", "less", "greater"), seed = NULL,
+                        kernel_approximation = "exact", n_features = 512L,
+                        feature_seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL,
+                        nsim = NULL, alpha = 0.05, ...) {
   call <- match.call()
   alternative <- match.arg(alternative)
   if (!identical(regr.method, "kernel.ridge") && !identical(regr.method, "kernel_ridge")) {
@@ -112,22 +154,29 @@ gcm <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars = list()
 
   have_rx <- !is.null(resid.XonZ)
   have_ry <- !is.null(resid.YonZ)
+  extra <- list(...)
   fitted <- NULL
   if (!(have_rx && have_ry)) {
     if (missing(x) || missing(y)) {
       stop("give `x` and `y` (with `z`), or both `resid.XonZ` and `resid.YonZ`.", call. = FALSE)
     }
-    fitted <- .py_call("gcm", c(list(
+    fit_args <- c(list(
       x = .py_data(x), y = .py_data(y), z = .py_data(z), regressor = "kernel_ridge",
       kernel_sigma = kernel_sigma, ridge_lambda = ridge_lambda, cv_lambdas = cv_lambdas,
       cv_folds = cv_folds, kernel_approximation = kernel_approximation,
       n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed")),
-      common), call)
+      common)
+    if (!(have_rx || have_ry)) {
+      fit_args <- c(fit_args, .py_extra(extra, names(fit_args), "gcm"))
+    }
+    fitted <- .py_call("gcm", fit_args, call)
   }
   if (have_rx || have_ry) {
     rx <- .py_data(if (have_rx) resid.XonZ else fitted$resid_x)
     ry <- .py_data(if (have_ry) resid.YonZ else fitted$resid_y)
-    res <- .py_call("gcm_from_residuals", c(list(resid_x = rx, resid_y = ry), common), call)
+    args <- c(list(resid_x = rx, resid_y = ry), common)
+    args <- c(args, .py_extra(extra, names(args), "gcm_from_residuals"))
+    res <- .py_call("gcm_from_residuals", args, call)
   } else {
     res <- fitted
   }

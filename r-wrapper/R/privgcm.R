@@ -12,7 +12,14 @@
 #' @param x Numeric vector, matrix or data frame (n rows).
 #' @param y Numeric vector, matrix or data frame (n rows).
 #' @param z Numeric vector, matrix or data frame (n rows). Not bounded, but
-#'   the default `kernel_sigma` assumes it is on a known scale.
+#'   the default `kernel_sigma` assumes it is on a known scale. `NULL` asks
+#'   the Python function for the unconditional test (no regression), where it
+#'   offers one.
+#' @param formula,data `Y ~ X | Z1 + Z2` with the variables in `data` (a data
+#'   frame, a matrix with column names or a list; `NULL`: the formula's
+#'   environment), as in [gcm()]: Y is `y`, the terms before `|` are `x`, the
+#'   terms after it `z`; `Y ~ X` means `z = NULL`. `data.name` shows the
+#'   formula.
 #' @param epsilon Privacy parameter (> 0).
 #' @param x_bound,y_bound Public bounds (one number, or one per column), fixed
 #'   before seeing the data: values outside \[center - bound, center + bound\]
@@ -43,6 +50,11 @@
 #' @param n_features Number of random features for `"rff"`.
 #' @param feature_seed `NULL` or a whole number: the Python `feature_rng` that
 #'   draws the random features (independent of the data).
+#' @param ... For the default method: further named arguments, passed
+#'   unchanged to the Python function (`privci.privgcm` here), so that options
+#'   added to the Python package (a privacy budget, say) are usable from R
+#'   without a change to this package; R values are converted by reticulate's
+#'   defaults. For the formula method: the arguments of the default method.
 #'
 #' @return A list of classes `privci_private_htest` and `htest` with
 #'   `statistic` (`Z`, or `max|Z|`, computed on the noisy products),
@@ -61,15 +73,36 @@
 #'   x <- sin(z) + rnorm(n)
 #'   y <- cos(z) + rnorm(n)
 #'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6, seed = 1)
+#'   # the formula form
+#'   d <- data.frame(X = x, Y = y, Z = z)
+#'   privgcm(Y ~ X | Z, data = d, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6,
+#'           seed = 1)
 #' }
-privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel_sigma = 1,
-                    alternative = c("two.sided", "less", "greater"), seed = NULL,
-                    n_sim = 499L, cv_lambdas = NULL, kernel_approximation = "exact",
-                    n_features = 512L, feature_seed = NULL, x_center = 0, y_center = 0,
-                    center_epsilon = NULL) {
+privgcm <- function(x, ...) UseMethod("privgcm")
+
+#' @rdname privgcm
+#' @export
+privgcm.formula <- function(formula, data = NULL, ...) {
+  f <- .formula_xyz(formula, data, if (missing(data)) NULL else .expr(substitute(data)))
+  x <- f$x
+  y <- f$y
+  z <- f$z
+  res <- privgcm.default(x, y, z, ...)
+  res$data.name <- f$data.name
+  res
+}
+
+#' @rdname privgcm
+#' @export
+privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lambda = 5,
+                            kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
+                            seed = NULL, n_sim = 499L, cv_lambdas = NULL,
+                            kernel_approximation = "exact", n_features = 512L,
+                            feature_seed = NULL, x_center = 0, y_center = 0,
+                            center_epsilon = NULL, ...) {
   call <- match.call()
   alternative <- match.arg(alternative)
-  res <- .py_call("privgcm", list(
+  args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z), epsilon = epsilon,
     x_bound = x_bound, y_bound = y_bound, ridge_lambda = ridge_lambda,
     kernel_sigma = kernel_sigma, alternative = .py_alternative(alternative),
@@ -77,12 +110,21 @@ privgcm <- function(x, y, z, epsilon, x_bound, y_bound, ridge_lambda = 5, kernel
     kernel_approximation = kernel_approximation, n_features = n_features,
     feature_rng = .py_seed(feature_seed, "feature_seed"), x_center = x_center,
     y_center = y_center, center_epsilon = center_epsilon
-  ), call)
+  )
+  res <- .py_call("privgcm", c(args, .py_extra(list(...), names(args), "privgcm")), call)
   statistic <- res$statistic
   names(statistic) <- if (is.null(res$n_sim)) "Z" else "max|Z|"
-  data.name <- paste(.expr(call$x), "and", .expr(call$y), "given", .expr(call$z))
-  .private_htest(res, statistic, alternative, data.name,
+  .private_htest(res, statistic, alternative, .data_name(call),
                  null.value = c("E[cov(X, Y | Z)]" = 0))
+}
+
+# "x and y given z" from the caller's expressions (no "given" without z).
+.data_name <- function(call) {
+  out <- paste(.expr(call$x), "and", .expr(call$y))
+  if (!is.null(call$z) && !identical(call$z, quote(NULL))) {
+    out <- paste(out, "given", .expr(call$z))
+  }
+  out
 }
 
 .private_htest <- function(res, statistic, alternative, data.name, null.value = NULL,
