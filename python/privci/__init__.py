@@ -8,8 +8,10 @@ Public tests (data first, everything else keyword-only):
   Kalemaj, Kasiviswanathan & Ramdas).
 - :func:`crt_statistics`, :func:`privcrt`, :func:`crt`, :class:`GaussianModelX`:
   PrivCRT (Algorithm 2) and the non-private conditional randomization test.
+- :class:`PrivacyBudget`: one privacy budget for many private tests on one data set.
 """
 
+from .budget import BudgetExceededError, PrivacyBudget
 from .crt import GaussianModelX, ModelX, crt, crt_statistics, privcrt
 from .gcm import DegenerateStatisticWarning, gcm, gcm_from_residuals, privgcm, residual_products
 from .regression import crt_sensitivity, gcm_sensitivity
@@ -34,5 +36,5 @@ __all__ = [
     "crt_statistics", "privcrt", "crt", "GaussianModelX", "ModelX",
     "gcm_sensitivity", "crt_sensitivity",
     "GCMResult", "PrivateTestResult", "CRTResult", "PrivacyRecord", "ResidualProducts",
-    "CRTStatistics", "DegenerateStatisticWarning",
+    "CRTStatistics", "DegenerateStatisticWarning", "PrivacyBudget", "BudgetExceededError",
 ]

@@ -222,8 +222,10 @@ def _fill_rff_row(z, freqs_t, scale, i, out_row):
 
     Branch-free Cody-Waite reduction and Taylor polynomials so LLVM vectorises
     the loop over frequencies (about 10x faster than libm's cos and sin here);
-    accuracy about 1 ulp.  Rows with an argument beyond _SINCOS_LIMIT are
-    flagged and recomputed with libm by the caller.
+    accuracy about 1 ulp.  Rows with an argument beyond _SINCOS_LIMIT (or not
+    finite) are recomputed with libm; a non-finite w.z (overflow for an
+    extreme finite z) is replaced by 0, so every row's features stay finite
+    with norm 1 (a fixed per-row map: the sensitivity bounds still hold).
     """
     d, nf = freqs_t.shape
     for j in range(nf):
@@ -235,7 +237,7 @@ def _fill_rff_row(z, freqs_t, scale, i, out_row):
     big = 0
     for j in range(nf):
         t = out_row[j]
-        big |= abs(t) > _SINCOS_LIMIT
+        big |= not (abs(t) <= _SINCOS_LIMIT)  # also true for NaN
         kf = math.floor(t * _TWO_OVER_PI + 0.5)
         r = ((t - kf * _PIO2_1) - kf * _PIO2_2) - kf * _PIO2_3
         q = np.int64(kf) & 3
@@ -256,6 +258,11 @@ def _fill_rff_row(z, freqs_t, scale, i, out_row):
             acc = 0.0
             for k in range(d):
                 acc += freqs_t[k, j] * z[i, k]
+            if not math.isfinite(acc):
+                # w.z overflowed (an extreme but finite z): any fixed unit-norm pair keeps
+                # ||phi(z)|| = 1, which is all the sensitivity bounds need, and depends on
+                # this row alone.
+                acc = 0.0
             out_row[j] = math.cos(acc) * scale
             out_row[nf + j] = math.sin(acc) * scale
     return big

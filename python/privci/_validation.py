@@ -56,8 +56,8 @@ def as_data(value, name, *, allow_none=False, min_rows=1):
             kinds.append("NaN")
         if np.isinf(arr).any():
             kinds.append("inf")
-        raise ValueError(f"`{name}` contains {' and '.join(kinds)} "
-                         f"({int(bad.sum())} non-finite value(s)); remove or impute them first.")
+        raise ValueError(f"`{name}` contains {' and '.join(kinds)}; the data must be finite "
+                         "numbers: remove or impute them first.")
     return arr
 
 

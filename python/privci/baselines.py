@@ -19,7 +19,6 @@ records state exactly which guarantee they have and what weakens it.  Use
 from __future__ import annotations
 
 import math
-import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -27,8 +26,10 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import binom
 
 from . import _validation as V
+from ._private import SEEDED_CAVEAT
+from .budget import _charge
 from .gcm import gcm
-from .mechanisms import laplace_mechanism
+from .mechanisms import laplace_mechanism, quiet
 from .results import PrivacyRecord, PrivateTestResult
 
 __all__ = ["privtot", "private_kendall", "tot_default_alpha0", "kendall_statistic"]
@@ -154,12 +155,33 @@ def _tot_count(xa, ya, za, labels, m, alpha0, gcm_kwargs, subset_rngs):
     count = 0
     for j in range(m):
         idx = np.flatnonzero(labels == j)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = gcm(xa[idx], ya[idx], za[idx], rng=subset_rngs[j], **gcm_kwargs)
-        p = res.pvalue if np.isfinite(res.pvalue) else subset_rngs[j].uniform()
+        # Every warning (the user's regressor included) is silenced, and any exception
+        # inside a subset is handled like an undefined statistic: that subset alone gets
+        # a Uniform(0, 1) p-value.  Either way only this subset's decision can change, so
+        # the count keeps sensitivity 1 and nothing but the noisy count leaves.
+        try:
+            with quiet():
+                res = gcm(xa[idx], ya[idx], za[idx], rng=subset_rngs[j], **gcm_kwargs)
+            p = res.pvalue if np.isfinite(res.pvalue) else math.nan
+        except Exception:
+            p = math.nan
+        if not np.isfinite(p):
+            p = subset_rngs[j].uniform()
         count += int(p <= alpha0)
     return count
+
+
+def _check_gcm_options(gcm_kwargs, d, p, q):
+    """Run the subset GCM once on a public probe, so that a bad option fails here, with its
+    own message, whatever the data (inside the subsets every exception is absorbed)."""
+    gen = np.random.default_rng(20240601)
+    k = 64
+    try:
+        with quiet():
+            gcm(gen.normal(size=(k, p)), gen.normal(size=(k, q)), gen.normal(size=(k, d)),
+                rng=gen, **gcm_kwargs)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"the GCM options given to privtot were rejected: {exc}") from None
 
 
 def _discrete_laplace(eps, user_rng):
@@ -184,7 +206,8 @@ def _discrete_laplace(eps, user_rng):
     return int(g1 - g2), 1.0 / eps, False, "discrete Laplace (numpy geometric difference)"
 
 
-def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None, **gcm_kwargs):
+def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None, budget=None,
+            **gcm_kwargs):
     """PrivToT: the Test of Tests of Kazan et al. (2023) around the non-private GCM (baseline).
 
     The rows are split at random into ``n_subsets`` disjoint parts of sizes
@@ -219,7 +242,10 @@ def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None
     **gcm_kwargs
         Passed to :func:`privci.gcm` on every subset (e.g. ``ridge_lambda``,
         ``kernel_sigma``, ``alternative``, ``n_sim``); each subset's GCM gets
-        its own generator spawned from ``rng``.  With the GCM defaults,
+        its own generator spawned from ``rng``.  A subset whose GCM warns is
+        silenced; one whose GCM raises counts as undefined (a uniform p-value).
+        They are checked on a tiny public probe before anything touches the
+        data, so a bad option fails with its own message.  With the GCM defaults,
         ``ridge_lambda`` is chosen by 10-fold cross-validation inside each
         subset, which the guarantee covers (it only sees that subset).
 
@@ -285,6 +311,8 @@ def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None
     V.check_min_n(n, 3 * m, f"PrivToT with n_subsets = {m} (at least 3 rows per subset)")
     if alpha0 is None:
         alpha0 = tot_default_alpha0(m, eps, alpha)
+    _check_gcm_options(gcm_kwargs, za.shape[1], xa.shape[1], ya.shape[1])
+    composition = _charge(budget, eps, test="privtot", details=f"{m} subsets")
     other = _numpy_or_fresh(user_rng)
 
     # data-independent assignment: sizes floor(n/m) and ceil(n/m)
@@ -306,15 +334,16 @@ def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None
         "rests on the discrete Laplace draw alone.",
     ]
     if not hardened:
-        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
-                       "hardened; use rng=None for a release.")
+        caveats.append(SEEDED_CAVEAT)
     record = PrivacyRecord(
+        composition=composition,
         epsilon=eps, mechanism=f"Tulap: {mech} + Uniform(-1/2, 1/2)", sensitivity=1.0,
         noise_scale=scale, hardened=hardened, ridge_lambda=None, kernel_sigma=None, bounds={},
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement of "
                    "one row (x_i, y_i, z_i): the rejection count has sensitivity 1 and gets "
                    "discrete Laplace noise"
-                   + ("" if hardened else " (seeded numpy sampler, not hardened)")),
+                   + ("" if hardened else " (seeded numpy sampler, not hardened: private only "
+                      "if the seed is secret, fresh and never reused; for simulation studies)")),
         caveats=tuple(caveats))
     return PrivateTestResult(
         statistic=float(released), pvalue=pval, alternative=alternative,
@@ -399,7 +428,7 @@ def _pvalue_normal_laplace(stat, b, alternative):
 
 
 def private_kendall(x, y, z, *, epsilon, n_clusters=100, categorical_z=False,
-                    alternative="two-sided", rng=None):
+                    alternative="two-sided", rng=None, budget=None):
     """Private conditional Kendall's tau test of Wang, Pang & Song (2020) (baseline).
 
     Z is turned into strata -- its distinct values when ``categorical_z`` is
@@ -507,20 +536,22 @@ def private_kendall(x, y, z, *, epsilon, n_clusters=100, categorical_z=False,
         if arr.shape[1] != 1:
             raise ValueError(f"`{name}` must be univariate for the Kendall test; "
                              f"got {arr.shape[1]} columns instead.")
+    if not categorical_z and k > n:
+        raise ValueError(f"`n_clusters` must be at most the number of rows ({n}); got {k} instead.")
+    composition = _charge(budget, eps, test="private_kendall",
+                          details="strata public, z not protected")
     if categorical_z:
         _, labels = np.unique(za, axis=0, return_inverse=True)
         strata = "distinct values of z (categorical)"
     else:
-        if k > n:
-            raise ValueError(f"`n_clusters` must be at most the number of rows ({n}); got {k} instead.")
         from sklearn.cluster import KMeans
 
         seed = int(_numpy_or_fresh(user_rng).integers(2**31 - 1))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet():
             labels = KMeans(n_clusters=k, n_init="auto", random_state=seed).fit_predict(za)
         strata = f"k-means clusters of z (n_clusters = {k})"
-    stat, sens = kendall_statistic(xa[:, 0], ya[:, 0], labels)
+    with quiet():
+        stat, sens = kendall_statistic(xa[:, 0], ya[:, 0], labels)
     noisy, info = laplace_mechanism(np.array([stat]), sens, eps, user_rng)
     del stat
     released = float(noisy[0])
@@ -536,14 +567,15 @@ def private_kendall(x, y, z, *, epsilon, n_clusters=100, categorical_z=False,
         caveats.insert(0, "k-means clustering of z is computed on the private data without "
                           "privacy protection: NOT covered by the epsilon guarantee.")
     if not info.hardened:
-        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
-                       "hardened; use rng=None for a release.")
+        caveats.append(SEEDED_CAVEAT)
     record = PrivacyRecord(
+        composition=composition,
         epsilon=eps, mechanism=info.mechanism, sensitivity=float(sens), noise_scale=info.scale,
         hardened=info.hardened, ridge_lambda=None, kernel_sigma=None, bounds={},
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement of "
                    "one row's (x_i, y_i) with the strata held fixed and public"
-                   + ("" if info.hardened else ", for idealised real-valued Laplace noise")
+                   + ("" if info.hardened else ", for idealised real-valued Laplace noise, and "
+                      "only if the seed is secret, fresh and never reused (simulation studies)")
                    + "; there is no guarantee for z"),
         caveats=tuple(caveats))
     return PrivateTestResult(

@@ -54,21 +54,53 @@ def parse_linear_formula(formula, columns):
     return intercept, coefs
 
 
+class DataFileError(ValueError):
+    """A problem with the data file; the message never contains a cell value or a count."""
+
+
 def _read_csv(path, columns):
+    """Read the named columns of a CSV file as float arrays.
+
+    Errors name the column and the kind of problem (missing column, a value that
+    is not a number, a non-finite value, a short row) but never a cell value, a
+    row number or a count: the file holds the private data.
+    """
     import csv
 
-    with open(path, newline="") as fh:
+    try:
+        fh = open(path, newline="")
+    except OSError as exc:
+        raise DataFileError(f"could not open the data file {path!r}: {exc.strerror}") from None
+    with fh:
         reader = csv.reader(fh)
-        header = next(reader)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise DataFileError(f"the data file {path!r} is empty (no header row).") from None
         rows = [r for r in reader if r]
     missing = [c for c in columns if c not in header]
     if missing:
-        raise SystemExit(f"error: column(s) {missing} not found in {path}; it has {header}")
+        raise DataFileError(f"column(s) {missing} not found in {path!r}; its header has "
+                            f"{header}")
     idx = {c: header.index(c) for c in columns}
-    try:
-        return {c: np.array([float(r[idx[c]]) for r in rows]) for c in columns}
-    except ValueError as exc:
-        raise SystemExit(f"error: non-numeric value in {path}: {exc}") from None
+    out = {}
+    for c in columns:
+        j = idx[c]
+        vals = np.empty(len(rows))
+        for i, r in enumerate(rows):
+            if j >= len(r):
+                raise DataFileError(f"a row of {path!r} has fewer fields than the header, so "
+                                    f"column {c!r} is incomplete.")
+            try:
+                vals[i] = float(r[j])
+            except ValueError:
+                raise DataFileError(f"column {c!r} has a value that is not a number; the data "
+                                    "must be numeric.") from None
+        if not np.all(np.isfinite(vals)):
+            raise DataFileError(f"column {c!r} has a missing (NaN) or infinite value; remove or "
+                                "impute it first.")
+        out[c] = vals
+    return out
 
 
 def _fmt_row(cells, widths):
@@ -149,7 +181,10 @@ def _add_common(p, private=True):
         p.add_argument("--epsilon", type=float, required=True)
         p.add_argument("--ridge-lambda", type=float, default=5.0)
         p.add_argument("--seed", type=int, default=None,
-                       help="seeded numpy noise (reproducible, NOT hardened); default: OpenDP noise")
+                       help="seeded numpy noise, for simulation studies only: reproducible and "
+                            "NOT hardened, and the release is private only if the seed is "
+                            "secret, fresh and never reused; default: OpenDP noise (use it for "
+                            "a release)")
 
 
 def main(argv=None):

@@ -14,9 +14,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from . import _kernels, _validation as V
+from ._private import SEEDED_CAVEAT, guarantee_text
+from .budget import _charge
 from .gcm import _check_approximation
-from .mechanisms import report_noisy_max
-from .regression import crt_sensitivity, krr_residuals, rff_frequencies
+from .mechanisms import quiet, report_noisy_max, sanitize
+from .regression import (_check_kind, crt_sensitivity, krr_residuals, residual_bound,
+                         rff_frequencies)
 from .results import CRTResult, CRTStatistics, PrivacyRecord, PrivateTestResult
 
 __all__ = ["ModelX", "GaussianModelX", "crt_statistics", "privcrt", "crt"]
@@ -77,7 +80,7 @@ class GaussianModelX:
                 raise ValueError("`scale` must be positive; got a non-positive entry.")
             self.scale = s
 
-    def conditional_mean(self, z):
+    def _raw_mean(self, z):
         z = np.asarray(z, dtype=np.float64)
         n = z.shape[0]
         if callable(self.mean):
@@ -87,6 +90,10 @@ class GaussianModelX:
         if mu.shape[0] != n:
             raise ValueError(f"the model-X conditional mean has {mu.shape[0]} entries but z has "
                              f"{n} rows.")
+        return mu
+
+    def conditional_mean(self, z):
+        mu = self._raw_mean(z)
         if not np.all(np.isfinite(mu)):
             raise ValueError("the model-X conditional mean contains NaN or inf.")
         return mu
@@ -145,40 +152,186 @@ def _univariate(arr, name):
     return arr[:, 0]
 
 
+_PROBE_SEED = 20240601
+
+
+def _check_rowwise(fn, d, what):
+    """Check on a public probe (never the data) that ``fn`` maps z row by row.
+
+    The sensitivity analysis of PrivCRT treats the model-X law as public and
+    applied to each row on its own: a function of the whole z (a fitted sampler,
+    a normalisation by the sample mean) lets one row move every other row's
+    residual.  The probe is drawn from a fixed seed, so the check and its
+    outcome are the same on every data set.
+    """
+    gen = np.random.default_rng(_PROBE_SEED)
+    probe = gen.normal(size=(7, d)) * np.array([0.1, 1.0, 3.0, 1.0, 0.5, 2.0, 1.0])[:, None]
+    probe[3] = probe[1]   # a duplicated row
+    msg = (f"{what} must be a public function applied row by row (the value for a row may "
+           "depend only on that row's z, e.g. lambda z: np.sin(z[:, 0])); it failed the "
+           "row-by-row check on a public probe input.")
+    try:
+        with quiet():
+            whole = np.asarray(fn(probe), dtype=np.float64).ravel()
+            rev = np.asarray(fn(probe[::-1].copy()), dtype=np.float64).ravel()[::-1]
+            rows = np.array([np.asarray(fn(probe[i:i + 1]), dtype=np.float64).ravel()[0]
+                             for i in range(probe.shape[0])])
+    except Exception:
+        raise TypeError(msg) from None
+    if not (whole.shape == (7,) and rev.shape == (7,)
+            and np.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True)
+            and np.allclose(whole, rev, rtol=1e-9, atol=1e-12, equal_nan=True)):
+        raise TypeError(msg)
+
+
+def _safe_call(fn, za, expect_shape, per_row_shape, default):
+    """``fn(za)`` as a float array of ``expect_shape``; never raises on the data.
+
+    If the vectorised call fails or returns the wrong shape, every row is
+    evaluated on its own, and a row whose call fails gets ``default`` (a fixed,
+    per-row replacement).  Non-finite values are mapped into the finite range
+    (:func:`privci.mechanisms.sanitize`).  Runs silenced (:func:`quiet`).
+    """
+    with quiet():
+        try:
+            out = np.asarray(fn(za), dtype=np.float64).reshape(expect_shape)
+        except Exception:
+            n = za.shape[0]
+            out = np.empty(expect_shape)
+            for i in range(n):
+                try:
+                    out[..., i] = np.asarray(fn(za[i:i + 1]), dtype=np.float64).reshape(
+                        per_row_shape)
+                except Exception:
+                    out[..., i] = default
+        return sanitize(out)
+
+
+def _model_x_plan(model_x, za, n, n_resamples, x_resamples):
+    """Validate the model-X inputs (data-independent checks only); returns a plan dict."""
+    gaussian = isinstance(model_x, GaussianModelX)
+    xr = None
+    if x_resamples is not None:
+        xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
+            else x_resamples.astype(np.float64, copy=False)
+        if xr.ndim != 2 or xr.shape[1] != n or xr.shape[0] < 1:
+            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
+                             f"got shape {xr.shape} instead.")
+        if not np.all(np.isfinite(xr)):
+            raise ValueError("`x_resamples` contains NaN or inf; the data (and the resamples, "
+                             "which are part of the protected data set) must be finite.")
+        m = xr.shape[0]
+        mean_fn = getattr(model_x, "conditional_mean", None)
+        mean_arr = None
+        if gaussian and not callable(model_x.mean):
+            mean_arr = model_x.mean
+        elif callable(mean_fn):
+            _check_rowwise(mean_fn, za.shape[1], "`model_x.conditional_mean`")
+        else:
+            mean_arr = V.as_data(model_x, "model_x")[:, 0]
+        if mean_arr is not None and mean_arr.shape[0] != n:
+            raise ValueError(f"the conditional means (`model_x`) have {mean_arr.shape[0]} entries; "
+                             f"expected {n}.")
+    else:
+        if not (isinstance(model_x, ModelX) and callable(model_x.conditional_mean)
+                and callable(model_x.sample)):
+            raise TypeError("`model_x` must follow the model-X protocol (methods "
+                            "conditional_mean(z) and sample(z, n_resamples, rng)), e.g. "
+                            f"privci.GaussianModelX; got {type(model_x).__name__} instead.")
+        m = V.check_int(n_resamples, "n_resamples", 1)
+        if gaussian:
+            mean_arr = None if callable(model_x.mean) else model_x.mean
+            if mean_arr is not None and mean_arr.shape[0] != n:
+                raise ValueError(f"the model-X conditional mean has {mean_arr.shape[0]} entries "
+                                 f"but z has {n} rows.")
+            if mean_arr is None:
+                _check_rowwise(model_x.mean, za.shape[1], "the model-X mean")
+            scale = model_x.scale
+            if not np.isscalar(scale) and np.shape(scale)[0] != n:
+                raise ValueError(f"`scale` has {np.shape(scale)[0]} entries but z has {n} rows.")
+        else:
+            mean_arr = None
+            _check_rowwise(model_x.conditional_mean, za.shape[1], "`model_x.conditional_mean`")
+    return {"model_x": model_x, "gaussian": gaussian, "mean_arr": mean_arr, "m": m, "xr": xr}
+
+
+def _private_x_residuals(plan, xa, za, rng, xrb):
+    """Clipped model-X residuals (m + 1, n) in [-1, 1]: row 0 observed, then the resamples.
+
+    The public model-X law is applied row by row, with non-finite means or
+    draws mapped to finite values and every residual clipped to [-1, 1] after
+    dividing by ``x_residual_bound``: no warning, no exception and no NaN
+    depends on one row of the data.
+    """
+    model_x, gaussian, mean_arr, m, xr = (plan["model_x"], plan["gaussian"], plan["mean_arr"],
+                                          plan["m"], plan["xr"])
+    n = xa.shape[0]
+    if mean_arr is not None:
+        mu = sanitize(mean_arr)
+    else:
+        fn = model_x.mean if gaussian else model_x.conditional_mean
+        mu = _safe_call(fn, za, (n,), (1,), 0.0)
+    with quiet():
+        if xr is not None:
+            dev = np.vstack([xa[None, :] - mu[None, :], xr - mu[None, :]])
+        elif gaussian:
+            g = rng.standard_normal((m, n))
+            dev = np.vstack([xa[None, :] - mu[None, :], model_x.scale * g])
+        else:
+            xs = _safe_call(lambda zz: model_x.sample(zz, m, rng), za, (m, n), (m,), np.nan)
+            dev = np.vstack([xa[None, :] - mu[None, :], xs - mu[None, :]])
+        dev = np.nan_to_num(dev, nan=0.0)
+        return np.clip(dev / xrb, -1.0, 1.0)
+
+
 def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                     ridge_lambda, kernel_sigma, rng, kernel_approximation, n_features,
-                    feature_rng, y_center=None):
+                    feature_rng, y_center=None, sensitivity="sharp", charge=None):
     xa = _univariate(V.as_data(x, "x"), "x")
     ya = V.as_data(y, "y")
     _univariate(ya, "y")
-    za = V.as_data(z, "z")
+    za = V.as_data(z, "z", allow_none=True)
     n = V.check_same_rows(x=xa[:, None], y=ya, z=za)
     V.check_min_n(n, 2, "PrivCRT")
+    conditional = za is not None
+    if not conditional:
+        za = np.zeros((n, 0))
     yb = V.positive_finite(y_bound, "y_bound")
     yc = float(V.public_centres(y_center, "y_center", 1)[0])
     xrb = V.positive_finite(x_residual_bound, "x_residual_bound")
     lam = V.positive_finite(ridge_lambda, "ridge_lambda")
     sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+    kind = _check_kind(sensitivity)
     n_features = _check_approximation(kernel_approximation, n_features)
-    mu, xr = _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng)
-    x_all = np.vstack([xa[None, :], xr])
-    rx_all = np.clip((x_all - mu[None, :]) / xrb, -1.0, 1.0)
-    freqs = None
-    if kernel_approximation == "rff":
-        freqs = rff_frequencies(za.shape[1], n_features, sigma, V.check_rng(feature_rng))
-    u = _kernels.clip_scale(ya - yc, np.array([yb]))
-    ry = krr_residuals(za, u, sigma, lam, kernel_approximation=kernel_approximation,
-                       freqs=freqs)[:, 0]
-    stats = _kernels.crt_statistics(rx_all, np.ascontiguousarray(ry))
-    return CRTStatistics(statistics=stats, sensitivity=crt_sensitivity(lam), ridge_lambda=lam,
-                         kernel_sigma=sigma, y_bound=yb, x_residual_bound=xrb,
-                         kernel_approximation=kernel_approximation, n=n, y_center=yc)
+    frng = V.check_rng(feature_rng) if (kernel_approximation == "rff" and conditional) else None
+    rbound = residual_bound(lam, kind) if conditional else 1.0
+    sens = crt_sensitivity(lam, kind) if conditional else 2.0
+    plan = _model_x_plan(model_x, za, n, n_resamples, x_resamples)
+    if charge is not None:   # after every check, before anything is computed from the data
+        charge()
+    rx_all = _private_x_residuals(plan, xa, za, rng, xrb)
+    with quiet():
+        u = _kernels.clip_scale(ya - yc, np.array([yb]))
+        if conditional:
+            freqs = None
+            if kernel_approximation == "rff":
+                freqs = rff_frequencies(za.shape[1], n_features, sigma, frng)
+            ry = krr_residuals(za, u, sigma, lam, kernel_approximation=kernel_approximation,
+                               freqs=freqs, warn=False)[:, 0]
+        else:
+            ry = u[:, 0].copy()
+        ry = np.clip(np.nan_to_num(ry, nan=0.0), -rbound, rbound)
+        stats = _kernels.crt_statistics(rx_all, np.ascontiguousarray(ry))
+    return CRTStatistics(statistics=stats, sensitivity=sens, ridge_lambda=lam if conditional else None,
+                         kernel_sigma=sigma if conditional else None, y_bound=yb,
+                         x_residual_bound=xrb, kernel_approximation=kernel_approximation, n=n,
+                         y_center=yc, sensitivity_kind=kind)
 
 
-def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=19,
+def crt_statistics(x, y, z=None, *, model_x, y_bound, x_residual_bound, n_resamples=19,
                    x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, rng=None,
                    kernel_approximation="exact", n_features=512, feature_rng=None,
-                   y_center=0.0):
+                   y_center=0.0, sensitivity="sharp"):
     """The PrivCRT transformation: the m + 1 statistics T_0..T_m and their sensitivity.
 
     T(x, y, z) = sum_i r_X,i r_Y,i with r_X = clip((x - E[X | Z]) / x_residual_bound,
@@ -188,18 +341,26 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
     Parameters
     ----------
     x, y : array-like (n,)
-    z : array-like (n, d) or (n,)
+    z : array-like (n, d) or (n,), or None
+        None: no conditioning; ``model_x`` is then the law of X (its methods
+        receive an (n, 0) array) and r_Y is the scaled y itself.
     model_x : ModelX or array-like
         The known law of X given Z (e.g. :class:`GaussianModelX`).  When
         ``x_resamples`` is given, it may instead be the array of the n
-        conditional means.
+        conditional means.  It must be public (fixed before seeing the data)
+        and applied row by row: the value for a row may depend on that row's
+        z only.  Callable means are checked for this on a public probe input
+        (a fitted sampler or a function of the whole z fails); non-finite
+        means or draws are mapped to finite values and clipped, never raised.
     y_bound, x_residual_bound : float
         Public bounds on |y| and on |x - E[X | Z]|; values beyond are clipped.
     n_resamples : int, default 19
         m, the number of resamples (ignored when ``x_resamples`` is given).
     x_resamples : array-like (m, n), optional
-        Precomputed resamples of X given Z (knockoff generators, fitted
-        samplers).  They are part of the protected data set.
+        Precomputed resamples of X given Z, drawn row by row from a public
+        law.  They are part of the protected data set (a row of the data set
+        is (x_i, every resample's i-th entry, y_i, z_i)); a sampler fitted on
+        the data breaks the one-row locality the guarantee needs.
     ridge_lambda : float, default 5.0
     kernel_sigma : float, default 1.0
     rng : None, int or Generator
@@ -208,6 +369,8 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
         See :func:`privci.residual_products`.
     y_center : float, default 0.0
         Public centre of y (the ridge regression has no intercept).
+    sensitivity : {"sharp", "paper"}, default "sharp"
+        Which proved constant certifies Delta_T (:func:`privci.crt_sensitivity`).
 
     Returns
     -------
@@ -218,12 +381,13 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
 
     Notes
     -----
-    Delta_T = 4 (1 + 1/sqrt(lambda) + 1/lambda^1.5 + 1/lambda): the paper's
-    Lemma (Sensitivity of T), 2 c1 + c2, with c1 = 2 + 2/sqrt(lambda) and
-    c2 = 4/lambda^1.5 + 4/lambda for the package's parameterisation
-    lambda ||f||^2 + (1/n) sum (u_i - f(z_i))^2 (lambda_K = 2 lambda).
-    The replaced row changes its r_X by at most 2 (clipping) and its r_Y by at
-    most c1 + c2/n; every other r_Y by at most c2/n, and |r_Y| <= c1/2.
+    Sharp: Delta_T* = 2 (1 + B_lambda)^2 (2.722 at lambda = 5): the replaced
+    row moves T by at most 2 b (|r_X| <= 1, |r_Y| <= b = 1 + B_lambda), the
+    others by at most sum_{i != j} |Delta g(z_i)| <= 2 b B_lambda (see
+    :func:`privci.crt_sensitivity`).  ``"paper"``: the paper's Lemma,
+    4 (1 + 1/sqrt(lambda) + 1/lambda^1.5 + 1/lambda) (6.947 at lambda = 5).
+    Without conditioning (z = None) r_Y = u and Delta_T = 2.  The residuals
+    r_Y are clipped to their proved bound b.
 
     Examples
     --------
@@ -234,11 +398,11 @@ def crt_statistics(x, y, z, *, model_x, y_bound, x_residual_bound, n_resamples=1
     >>> mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
     >>> cs = privci.crt_statistics(x, y, z, model_x=mx, y_bound=4, x_residual_bound=4, rng=0)
     >>> cs.statistics.shape, round(cs.sensitivity, 4)
-    ((20,), 6.9466)
+    ((20,), 2.7222)
     """
     return _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples,
                            x_resamples, ridge_lambda, kernel_sigma, V.check_rng(rng),
-                           kernel_approximation, n_features, feature_rng, y_center)
+                           kernel_approximation, n_features, feature_rng, y_center, sensitivity)
 
 
 def _oriented(stats, mode):
@@ -249,16 +413,17 @@ def _oriented(stats, mode):
     return stats
 
 
-def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
+def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
             x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
             rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
-            y_center=0.0):
+            y_center=0.0, sensitivity="sharp", budget=None):
     """Differentially private conditional randomization test (PrivCRT, Algorithm 2).
 
     Parameters
     ----------
     x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
-    ridge_lambda, kernel_sigma, kernel_approximation, n_features, feature_rng, y_center
+    ridge_lambda, kernel_sigma, kernel_approximation, n_features, feature_rng, y_center,
+    sensitivity
         As in :func:`crt_statistics`.
     epsilon : float
         Privacy parameter (> 0).
@@ -267,8 +432,13 @@ def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples
         |T| and ``"less"`` ranks -T (same sensitivity).
     rng : None, int or Generator
         None (default): resamples from fresh entropy and OpenDP's exact
-        report-noisy-max.  Given: resampling and exponential noise from this
-        generator (reproducible, not hardened; the result says so).
+        report-noisy-max; use it for a release.  Given: resampling and
+        exponential noise from this generator, for simulation studies
+        (reproducible, not hardened; private only if the seed is secret, fresh
+        and never reused; the result says so).
+    budget : privci.PrivacyBudget, optional
+        Charged ``epsilon`` after the inputs are validated and before anything
+        is computed from the data (a refused release computes nothing).
 
     Returns
     -------
@@ -299,31 +469,39 @@ def privcrt(x, y, z, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples
     mode = V.check_alternative(alternative)
     user_rng = None if rng is None else V.check_rng(rng)
     sample_rng = user_rng if user_rng is not None else np.random.default_rng()
+    charged = []
     cs = _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                          ridge_lambda, kernel_sigma, sample_rng, kernel_approximation,
-                         n_features, feature_rng, y_center)
+                         n_features, feature_rng, y_center, sensitivity,
+                         charge=lambda: charged.append(
+                             _charge(budget, eps, test="privcrt",
+                                     details=f"m = {n_resamples if x_resamples is None else 'given'}")))
     scores = _kernels.rank_scores(_oriented(cs.statistics, mode), cs.sensitivity)
     c_hat, info = report_noisy_max(scores, eps, user_rng)
     m = cs.statistics.shape[0] - 1
     caveats = []
     if not info.hardened:
-        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
-                       "hardened against floating-point attacks; use rng=None for a release.")
+        caveats.append(SEEDED_CAVEAT)
     caveats.append("the p-value is the privately selected rank; the paper proves accuracy "
                    "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
+    conditional = cs.ridge_lambda is not None
     record = PrivacyRecord(
-        epsilon=eps, mechanism=info.mechanism, sensitivity=cs.sensitivity,
-        noise_scale=info.scale, hardened=info.hardened, ridge_lambda=cs.ridge_lambda,
-        kernel_sigma=cs.kernel_sigma,
+        epsilon=eps, mechanism=f"{info.mechanism} ({cs.sensitivity_kind} sensitivity)",
+        sensitivity=cs.sensitivity, noise_scale=info.scale, hardened=info.hardened,
+        ridge_lambda=cs.ridge_lambda, kernel_sigma=cs.kernel_sigma,
         bounds={"y_bound": cs.y_bound, "y_center": cs.y_center,
                 "x_residual_bound": cs.x_residual_bound},
-        guarantee=(f"(rank, pvalue) is {eps:g}-differentially private under replacement of one "
-                   "row of (x, every resample, y, z), given the public bounds (data clipped)"
-                   + ("" if info.hardened else ", for idealised real-valued exponential noise")),
-        caveats=tuple(caveats))
+        guarantee=guarantee_text(
+            eps, "rank, pvalue",
+            "one row of (x, every resample, y, z)" if conditional
+            else "one row of (x, every resample, y)", hardened=info.hardened),
+        caveats=tuple(caveats), composition=charged[0] if charged else None,
+        sensitivity_kind=cs.sensitivity_kind)
+    method = "Private conditional randomization test (PrivCRT)"
+    if not conditional:
+        method = "Private randomization test without conditioning (PrivCRT, z = None)"
     return PrivateTestResult(statistic=float(c_hat), pvalue=(1.0 + c_hat) / (m + 1.0),
-                             alternative=alternative,
-                             method="Private conditional randomization test (PrivCRT)", n=cs.n,
+                             alternative=alternative, method=method, n=cs.n,
                              privacy=record, statistic_name="rank", n_resamples=m)
 
 

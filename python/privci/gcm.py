@@ -13,9 +13,12 @@ import warnings
 import numpy as np
 
 from . import _kernels, _validation as V
-from .mechanisms import laplace_mechanism
-from .regression import (DEFAULT_CV_LAMBDAS, gcm_sensitivity, krr_cv_residuals,
-                         krr_residuals, rff_frequencies)
+from ._private import (SEEDED_CAVEAT, auto_n_blocks, block_counts, block_labels, block_statistic,
+                       block_sums, guarantee_text, new_entropy)
+from .budget import _charge
+from .mechanisms import laplace_mechanism, quiet
+from .regression import (DEFAULT_CV_LAMBDAS, _check_kind, gcm_sensitivity, krr_cv_residuals,
+                         krr_residuals, residual_bound, rff_frequencies)
 from .results import GCMResult, PrivacyRecord, PrivateTestResult, ResidualProducts
 
 __all__ = ["gcm", "gcm_from_residuals", "residual_products", "privgcm",
@@ -275,10 +278,8 @@ def _check_approximation(kernel_approximation, n_features):
     return None
 
 
-def _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas, kernel_approximation,
-                       n_features, feature_rng):
-    """KRR residuals for the private tests; returns (resid, lambda_for_bound, caveats)."""
-    caveats = []
+def _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas, n):
+    """Validate ``ridge_lambda`` (a number, or the opt-in ``"cv"``); returns (lam, grid)."""
     if isinstance(ridge_lambda, str):
         if ridge_lambda != "cv":
             raise ValueError("`ridge_lambda` must be a positive number or 'cv' (opt-in "
@@ -290,75 +291,115 @@ def _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas, kernel_approximat
         if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
             raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
                              f"numbers; got {cv_lambdas!r} instead.")
-        V.check_min_n(za.shape[0], 20, "ridge_lambda='cv' (10-fold cross-validation)")
-        resid, _, _ = krr_cv_residuals(za, U, sigma, grid, 10)
-        lam_bound = float(grid.min())
-        caveats.append("ridge_lambda was tuned by cross-validation on the private data "
-                       "(opt-in): the epsilon guarantee does NOT cover the tuning step; the "
-                       f"sensitivity uses the grid minimum lambda = {lam_bound:g}.")
-        return resid, lam_bound, caveats
-    lam = V.positive_finite(ridge_lambda, "ridge_lambda")
-    freqs = None
-    if kernel_approximation == "rff":
-        frng = V.check_rng(feature_rng)
-        freqs = rff_frequencies(za.shape[1], n_features, sigma, frng)
-    resid = krr_residuals(za, U, sigma, lam, kernel_approximation=kernel_approximation,
-                          freqs=freqs)
-    return resid, lam, caveats
+        V.check_min_n(n, 20, "ridge_lambda='cv' (10-fold cross-validation)")
+        return float(grid.min()), grid
+    return V.positive_finite(ridge_lambda, "ridge_lambda"), None
 
 
-def _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-                       kernel_approximation, n_features, feature_rng, x_center=None,
-                       y_center=None, min_n=2, centre_noise=None):
-    xa = V.as_data(x, "x", min_rows=1)
-    ya = V.as_data(y, "y", min_rows=1)
-    za = V.as_data(z, "z", min_rows=1)
-    n = V.check_same_rows(x=xa, y=ya, z=za)
-    V.check_min_n(n, min_n, "PrivGCM")
-    xb = V.positive_bounds(x_bound, "x_bound", xa.shape[1])
-    yb = V.positive_bounds(y_bound, "y_bound", ya.shape[1])
-    xc = V.public_centres(x_center, "x_center", xa.shape[1])
-    yc = V.public_centres(y_center, "y_center", ya.shape[1])
-    sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
-    n_features = _check_approximation(kernel_approximation, n_features)
-    p, q = xa.shape[1], ya.shape[1]
-    U = np.concatenate([_kernels.clip_scale(xa - xc, xb), _kernels.clip_scale(ya - yc, yb)],
-                       axis=1)
-    centre_info = None
-    if centre_noise is not None:
-        # Private re-centring (privgcm's center_epsilon): the column means of the
-        # clipped, scaled data (each in [-1, 1], so replacing one row moves the
-        # vector of p + q means by at most 2 (p + q) / n in L1) are released
-        # with Laplace noise; the released shift m is then public, and
-        # clip(U - m, -1, 1) keeps |u| <= 1, so the products' sensitivity holds.
-        eps_c, crng = centre_noise
-        means, centre_info = laplace_mechanism(U.mean(axis=0), 2.0 * (p + q) / n, eps_c, crng)
-        U = np.clip(U - means, -1.0, 1.0)
-        xc = xc + xb * means[:p]
-        yc = yc + yb * means[p:]
-    resid, lam, caveats = _private_residuals(za, U, sigma, ridge_lambda, cv_lambdas,
-                                             kernel_approximation, n_features, feature_rng)
-    prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
-                                      np.ascontiguousarray(resid[:, p:]))
-    sens = p * q * gcm_sensitivity(lam)
-    rp = ResidualProducts(products=prod if prod.shape[1] > 1 else prod[:, 0], sensitivity=sens,
-                          ridge_lambda=lam, kernel_sigma=sigma, x_bound=xb, y_bound=yb,
-                          shape_xy=(p, q), kernel_approximation=kernel_approximation,
-                          x_center=xc, y_center=yc)
-    return rp, caveats, centre_info
+class _GCMInputs:
+    """Validated inputs of the PrivGCM transformation (nothing computed from the data yet)."""
+
+    def __init__(self, x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
+                 kernel_approximation, n_features, feature_rng, x_center, y_center,
+                 sensitivity, min_n=2):
+        self.xa = V.as_data(x, "x", min_rows=1)
+        self.ya = V.as_data(y, "y", min_rows=1)
+        self.za = V.as_data(z, "z", allow_none=True, min_rows=1)
+        self.n = V.check_same_rows(x=self.xa, y=self.ya, z=self.za)
+        V.check_min_n(self.n, min_n, "PrivGCM")
+        self.p, self.q = self.xa.shape[1], self.ya.shape[1]
+        self.xb = V.positive_bounds(x_bound, "x_bound", self.p)
+        self.yb = V.positive_bounds(y_bound, "y_bound", self.q)
+        self.xc = V.public_centres(x_center, "x_center", self.p)
+        self.yc = V.public_centres(y_center, "y_center", self.q)
+        self.sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+        self.kind = _check_kind(sensitivity)
+        self.kernel_approximation = kernel_approximation
+        self.n_features = _check_approximation(kernel_approximation, n_features)
+        self.feature_rng = V.check_rng(feature_rng) if kernel_approximation == "rff" else None
+        if self.za is None:
+            self.lam, self.grid = None, None
+        else:
+            self.lam, self.grid = _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas,
+                                                self.n)
+        # the certified bounds: |residual| <= rbound, L1 sensitivity of the products
+        if self.za is None:
+            self.rbound = 1.0
+            self.sensitivity = 2.0 * self.p * self.q
+        else:
+            self.rbound = residual_bound(self.lam, self.kind)
+            self.sensitivity = self.p * self.q * gcm_sensitivity(self.lam, self.kind)
+
+    def transform(self, centre_noise=None):
+        """Clip, scale, (privately re-centre), regress, clip residuals, multiply.
+
+        Returns (ResidualProducts, caveats, centre NoiseInfo or None).  Every warning and
+        floating-point message is silenced (:func:`privci.mechanisms.quiet`).
+        """
+        with quiet():
+            return self._transform(centre_noise)
+
+    def _transform(self, centre_noise):
+        p, q, n = self.p, self.q, self.n
+        xc, yc = self.xc, self.yc
+        U = np.concatenate([_kernels.clip_scale(self.xa - xc, self.xb),
+                            _kernels.clip_scale(self.ya - yc, self.yb)], axis=1)
+        centre_info = None
+        if centre_noise is not None:
+            # Private re-centring (privgcm's center_epsilon): the column means of the
+            # clipped, scaled data (each in [-1, 1], so replacing one row moves the
+            # vector of p + q means by at most 2 (p + q) / n in L1) are released
+            # with Laplace noise; the released shift m is then public, and
+            # clip(U - m, -1, 1) keeps |u| <= 1, so the products' sensitivity holds.
+            eps_c, crng = centre_noise
+            means, centre_info = laplace_mechanism(U.mean(axis=0), 2.0 * (p + q) / n, eps_c,
+                                                   crng, value_bound=1.0)
+            U = np.clip(U - means, -1.0, 1.0)
+            xc = xc + self.xb * means[:p]
+            yc = yc + self.yb * means[p:]
+        caveats = []
+        if self.za is None:
+            resid = U
+        elif self.grid is not None:
+            resid, _, _ = krr_cv_residuals(self.za, U, self.sigma, self.grid, 10)
+            caveats.append("ridge_lambda was tuned by cross-validation on the private data "
+                           "(opt-in): the privacy guarantee does NOT cover the tuning step; "
+                           f"the sensitivity uses the grid minimum lambda = {self.lam:g}.")
+        else:
+            freqs = None
+            if self.kernel_approximation == "rff":
+                freqs = rff_frequencies(self.za.shape[1], self.n_features, self.sigma,
+                                        self.feature_rng)
+            resid = krr_residuals(self.za, U, self.sigma, self.lam,
+                                  kernel_approximation=self.kernel_approximation, freqs=freqs,
+                                  warn=False)
+        # |r| <= rbound is proved; clipping makes it exact in floating point (a per-row,
+        # 1-Lipschitz map: every bound of the proof still holds) and maps a non-finite
+        # value (none can arise) into the domain.
+        resid = np.clip(np.nan_to_num(resid, nan=0.0), -self.rbound, self.rbound)
+        prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
+                                          np.ascontiguousarray(resid[:, p:]))
+        rp = ResidualProducts(products=prod if prod.shape[1] > 1 else prod[:, 0],
+                              sensitivity=self.sensitivity, ridge_lambda=self.lam,
+                              kernel_sigma=self.sigma, x_bound=self.xb, y_bound=self.yb,
+                              shape_xy=(p, q), kernel_approximation=self.kernel_approximation,
+                              x_center=xc, y_center=yc, residual_bound=self.rbound,
+                              sensitivity_kind=self.kind)
+        return rp, caveats, centre_info
 
 
-def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
+def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
                       kernel_approximation="exact", n_features=512, feature_rng=None,
-                      x_center=0.0, y_center=0.0):
+                      x_center=0.0, y_center=0.0, sensitivity="sharp"):
     """The PrivGCM transformation: clip, rescale, KRR residuals, products, sensitivity.
 
     Parameters
     ----------
     x : array-like, shape (n,) or (n, p)
     y : array-like, shape (n,) or (n, q)
-    z : array-like, shape (n, d) or (n,)
-        Not bounded.
+    z : array-like, shape (n, d) or (n,), or None
+        Not bounded.  None: no conditioning (an unconditional test): the
+        residuals are the clipped, scaled x and y themselves.
     x_bound, y_bound : float or array of one per column
         Public bounds, fixed before seeing the data.  Values outside
         [center - bound, center + bound] are clipped (silently: a count of
@@ -381,21 +422,30 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
         strong regularisation the privacy bound needs, removes little of a
         constant: put the centre near the mean, or the residual products
         have a non-zero mean even under independence (a level failure).
+    sensitivity : {"sharp", "paper"}, default "sharp"
+        Which proved constant certifies the products (see
+        :func:`privci.gcm_sensitivity`); ``"paper"`` reproduces the paper.
 
     Returns
     -------
     ResidualProducts
         ``.products`` of shape (n,) (or (n, p*q), x index fastest) and
-        ``.sensitivity``, the certified L1 bound p * q * C(ridge_lambda) of
-        the change of ``.products`` when one row (x_i, y_i, z_i) is replaced.
-        These values are NOT private: add noise (see :func:`privgcm`).
+        ``.sensitivity``, the certified L1 bound of the change of ``.products``
+        when one row (x_i, y_i, z_i) is replaced: p * q * C(ridge_lambda), or
+        2 p q without conditioning.  The residuals are clipped to their proved
+        bound ``.residual_bound`` (1 + B_lambda, see
+        :func:`privci.regression.krr_norm_bound`).  These values are NOT
+        private: add noise (see :func:`privgcm`).
 
     Notes
     -----
+    Sharp constant C*(lambda) = 2 b^2 + 4 b min(b B, 1 / (2 sqrt(lambda))),
+    B = B_lambda, b = 1 + B (3.630 at lambda = 5); the paper's constant
     C(lambda) = 4 (1 + 1/sqrt(lambda)) (1 + 1/sqrt(lambda) + 2/lambda^1.5 + 2/lambda)
-    is the paper's Lemma (Sensitivity of residual products) re-derived for
-    the objective lambda ||f||^2 + (1/n) sum (u_i - f(z_i))^2, i.e. the
-    paper's lambda_K = 2 lambda; see :func:`privci.regression.gcm_sensitivity`.
+    (11.729 at lambda = 5) with ``sensitivity="paper"``.  Proofs: see
+    :func:`privci.gcm_sensitivity` and the documentation's sensitivity page.
+    Without conditioning the residuals are the scaled data (|u| <= 1) and
+    one row moves only its own product, by at most 2.
 
     Examples
     --------
@@ -404,10 +454,15 @@ def residual_products(x, y, z, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sig
     >>> z = rng.normal(size=100); x = rng.normal(size=100); y = rng.normal(size=100)
     >>> rp = privci.residual_products(x, y, z, x_bound=4, y_bound=4)
     >>> rp.products.shape, round(rp.sensitivity, 3)
-    ((100,), 11.729)
+    ((100,), 3.63)
+    >>> round(privci.residual_products(x, y, z, x_bound=4, y_bound=4,
+    ...                                sensitivity="paper").sensitivity, 3)
+    11.729
     """
-    rp, _, _ = _residual_products(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
-                               kernel_approximation, n_features, feature_rng, x_center, y_center)
+    inp = _GCMInputs(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
+                     kernel_approximation, n_features, feature_rng, x_center, y_center,
+                     sensitivity)
+    rp, _, _ = inp.transform()
     return rp
 
 
@@ -425,22 +480,43 @@ def _remaining_budget(total, spent):
     return r
 
 
-def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
+def _check_n_blocks(n_blocks, n):
+    """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
+    if n_blocks is None:
+        return n
+    if isinstance(n_blocks, str):
+        if n_blocks != "auto":
+            raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
+                             f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
+        return auto_n_blocks(n)
+    k = V.check_int(n_blocks, "n_blocks", 2)
+    if k > n:
+        raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
+                         "instead.")
+    return k
+
+
+def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-            y_center=0.0, center_epsilon=None):
-    """Differentially private GCM test (PrivGCM, Algorithm 1 of the paper).
+            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="sharp",
+            budget=None):
+    """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
     (y - y_center)/y_bound, clipped to [-1, 1], on z (see
-    :func:`residual_products`), adds Laplace noise of scale
-    sensitivity / epsilon to every product, and computes the GCM statistic and
-    p-value on the noisy products (post-processing).
+    :func:`residual_products`), sums them within ``n_blocks`` blocks of a
+    random, data-independent partition of the rows, adds Laplace noise of
+    scale sensitivity / epsilon to every block sum, and tests on the noisy
+    block sums (post-processing).  ``n_blocks=None`` (one block per row) with
+    ``sensitivity="paper"`` is the paper's Algorithm 1.
 
     Parameters
     ----------
-    x, y, z : array-like
-        x (n,) or (n, p); y (n,) or (n, q); z (n, d) or (n,).
+    x, y : array-like
+        x (n,) or (n, p); y (n,) or (n, q).
+    z : array-like (n, d) or (n,), or None
+        The conditioning variables; None tests unconditional independence.
     epsilon : float
         Privacy parameter (> 0).  The released (statistic, p-value) is
         epsilon-DP under the replacement of one row (x_i, y_i, z_i).
@@ -450,14 +526,16 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     ridge_lambda : float or "cv", default 5.0
         Fixed before seeing the data (the default is the paper's
         lambda_K = 10).  ``"cv"`` opts in to cross-validation over
-        ``cv_lambdas`` on the private data: the result then states that the
-        epsilon guarantee does not cover the tuning step.
+        ``cv_lambdas`` on the private data: the result then states that there
+        is no privacy guarantee.
     kernel_sigma : float, default 1.0
     alternative : {"two-sided", "greater", "less"}
     rng : None, int or numpy Generator
-        None (default): OpenDP's exact, floating-point-safe Laplace sampler.
-        Given: numpy noise from that generator (reproducible, not hardened;
-        the result says so).
+        None (default): OpenDP's exact, floating-point-safe Laplace sampler and
+        fresh OS entropy for the partition; use it for a release.  Given:
+        numpy noise from that generator, for simulation studies (reproducible,
+        not hardened; a seeded release is private only if the seed is secret,
+        fresh and never reused; the result says so).
     n_sim : int, default 499
         Multiplier draws for multivariate x or y.
     cv_lambdas : sequence, optional
@@ -470,38 +548,43 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
         known.  This part of ``epsilon`` (0 < center_epsilon < epsilon) buys
         Laplace-noised means of the clipped, scaled columns of x and y (L1
         sensitivity 2 (p + q) / n); the data are shifted by the released
-        means and clipped again to the same width (to [m - bound, m + bound]
-        within the public window [center - bound, center + bound]).
-        The products then get ``epsilon - center_epsilon`` (rounded down to
-        the float that keeps the exact sum <= epsilon), and the whole
-        release is ``epsilon``-DP by sequential composition.  The released
-        centres are in ``privacy.bounds``.  None (default): no re-centring.
+        means and clipped again to the same width.  The products then get
+        ``epsilon - center_epsilon`` (rounded down to the float that keeps the
+        exact sum <= epsilon), and the whole release is ``epsilon``-DP by
+        sequential composition.  The released centres are in
+        ``privacy.bounds``.  None (default): no re-centring.
+    n_blocks : "auto", int or None, default "auto"
+        Number k of blocks whose sums are released.  The L1 sensitivity of
+        the vector of block sums is that of the products (each row lies in one
+        block), so each block sum gets Laplace(sensitivity / epsilon): the
+        noise in the statistic shrinks by a factor of about k / n against
+        per-product noise.  ``"auto"``: min(n, 20) (a public rule).  None:
+        k = n, noise on every product (Algorithm 1).
+    sensitivity : {"sharp", "paper"}, default "sharp"
+        The proved constant (see :func:`privci.gcm_sensitivity`).
+    budget : privci.PrivacyBudget, optional
+        Charged ``epsilon`` before anything is computed from the data; a
+        release that would overspend raises ``BudgetExceededError`` and
+        computes nothing.
 
     Returns
     -------
     PrivateTestResult
-        ``statistic`` and ``pvalue`` computed on noisy products and the
-        ``privacy`` record (epsilon, mechanism, sensitivity, noise scale,
-        hardened or not, hyper-parameters, bounds, caveats).  No un-noised
+        ``statistic`` and ``pvalue`` computed on the noisy block sums (or
+        products) and the ``privacy`` record (epsilon, mechanism,
+        sensitivity, noise scale, hardened or not, number of blocks,
+        hyper-parameters, bounds, composition, caveats).  No un-noised
         quantity is stored.
 
     Notes
     -----
-    Sensitivity (package parameterisation, lambda_K = 2 lambda).  Kusner et
-    al.'s Theorem 5, for the objective (lambda_K/2)||w||^2 + (1/n) sum (u_i -
-    <w, phi(z_i)>)^2 with |u| <= 1 and ||phi|| <= 1, gives
-    ||w|| <= sqrt(2/lambda_K) = 1/sqrt(lambda) and a prediction change under
-    replacement of one row of at most 8 sqrt(2)/(lambda_K^1.5 n) +
-    8/(lambda_K n) = (4/lambda^1.5 + 4/lambda)/n.  Hence |r| <= 1 + 1/sqrt(lambda),
-    c1 = 2 + 2/sqrt(lambda), c2 = 4/lambda^1.5 + 4/lambda, and the paper's
-    Lemma gives ||R - R'||_1 <= c1^2 + c1 c2 =
-    4 (1 + 1/sqrt(lambda)) (1 + 1/sqrt(lambda) + 2/lambda^1.5 + 2/lambda) = C(lambda).
-    For p x q columns the L1 sensitivity adds: p q C(lambda).  The Gaussian
-    kernel has k(z, z) = 1, as the bound requires.
-
-    Under the null and the paper's "good fit" conditions the statistic is
-    asymptotically N(0, 1); under alternatives it is centred at
-    sqrt(n) rho / sigma' with sigma'^2 = sigma^2 + 2 (x_bound y_bound C / epsilon)^2.
+    Test.  With k < n blocks: the one-sample t statistic of the k noisy block
+    means with a t reference on k - 1 degrees of freedom (several columns:
+    the max statistic with a multiplier bootstrap over blocks).  With k = n:
+    the GCM statistic on the noisy products with a normal p-value, as in the
+    paper.  Under the null and the paper's "good fit" conditions the level is
+    asymptotically exact; the level of any GCM-type test rests on the
+    quality of the regressions (Shah and Peters' no-free-lunch result).
 
     Examples
     --------
@@ -510,8 +593,9 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
     >>> z = rng.normal(size=500); x = np.sin(z) + rng.normal(size=500)
     >>> y = np.cos(z) + rng.normal(size=500)
     >>> res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7)
-    >>> res.privacy.hardened, 0 <= res.pvalue <= 1
-    (False, True)
+    >>> res.privacy.hardened, res.privacy.n_blocks, 0 <= res.pvalue <= 1
+    (False, 20, True)
+    >>> stat, p = res                   # unpacks like scipy's results
     """
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -526,39 +610,70 @@ def privgcm(x, y, z, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigm
                              f"it is part of; got {center_epsilon!r} instead.")
         eps_test = _remaining_budget(eps, eps_c)
         centre_noise = (eps_c, user_rng)
-    rp, caveats, centre_info = _residual_products(
-        x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas, kernel_approximation,
-        n_features, feature_rng, x_center, y_center, centre_noise=centre_noise)
+    inp = _GCMInputs(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
+                     kernel_approximation, n_features, feature_rng, x_center, y_center,
+                     sensitivity)
+    k = _check_n_blocks(n_blocks, inp.n)
+    composition = _charge(budget, eps, test="privgcm",
+                          details=f"n = {inp.n}, {k} blocks")
+    rp, caveats, centre_info = inp.transform(centre_noise)
     prod = rp.products.reshape(rp.products.shape[0], -1)
-    noisy, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng)
-    del prod
-    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
-    stat, pval = _statistic_from_products(noisy, n_sim, mode, boot_rng)
+    value_bound = inp.rbound ** 2
+    if k == inp.n:
+        released, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng,
+                                           value_bound=value_bound)
+        del prod
+        boot_rng = user_rng if user_rng is not None else np.random.default_rng()
+        stat, pval = _statistic_from_products(released, n_sim, mode, boot_rng)
+        stat_name = "Z" if released.shape[1] == 1 else "max|Z|"
+    else:
+        labels = block_labels(inp.n, k, new_entropy(user_rng))
+        with quiet():
+            sums = block_sums(prod, labels, k)
+        del prod, labels
+        counts = block_counts(inp.n, k)
+        released, info = laplace_mechanism(sums, rp.sensitivity, eps_test, user_rng,
+                                           value_bound=value_bound * counts.max())
+        boot_rng = user_rng if user_rng is not None else np.random.default_rng()
+        stat, pval, stat_name = block_statistic(released, counts, n_sim, mode, boot_rng)
     if not info.hardened:
-        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
-                       "hardened against floating-point attacks; use rng=None for a release.")
-    if kernel_approximation == "rff":
-        caveats.append(f"random Fourier features (D = {n_features}) drawn from feature_rng, "
+        caveats.append(SEEDED_CAVEAT)
+    if kernel_approximation == "rff" and inp.za is not None:
+        caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
                        "independent of the data; same sensitivity constant.")
-    mechanism, composition = info.mechanism, ""
+    if inp.za is not None:
+        caveats.append("the level of any GCM-type test rests on the quality of the two "
+                       "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
+                       "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
+    what = "block sums" if k < inp.n else "residual products"
+    mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
+    comp_text = ""
     if centre_info is not None:
-        mechanism = (f"{info.mechanism} (products, epsilon {eps_test:g}); centres: "
+        mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
                      f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
                      f"(epsilon {eps_c:g})")
-        composition = (f" (sequential composition: {eps_c:g} for the released "
-                       f"centres, {eps_test:g} for the residual products)")
+        comp_text = (f" (sequential composition: {eps_c:g} for the released "
+                     f"centres, {eps_test:g} for the {what})")
+    covered = inp.grid is None
     record = PrivacyRecord(
         epsilon=eps, mechanism=mechanism, sensitivity=rp.sensitivity,
         noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
-        kernel_sigma=rp.kernel_sigma,
+        kernel_sigma=rp.kernel_sigma if inp.za is not None else None,
         bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist()),
                 "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist())},
-        guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement "
-                   "of one row (x_i, y_i, z_i), given the public bounds (data clipped to them)"
-                   + composition
-                   + ("" if info.hardened else ", for idealised real-valued Laplace noise")),
-        caveats=tuple(caveats))
-    k = noisy.shape[1]
+        guarantee=guarantee_text(
+            eps, "statistic, pvalue",
+            "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
+            hardened=info.hardened,
+            covered=covered, composition=comp_text,
+            not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
+        caveats=tuple(caveats), n_blocks=k, composition=composition,
+        sensitivity_kind=inp.kind)
+    method = _method_name(prod_cols := rp.shape_xy[0] * rp.shape_xy[1], private=True)
+    if inp.za is None:
+        method = method.replace("test", "test without conditioning", 1)
+    if k < inp.n:
+        method += f", {k} noisy block sums"
     return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
-                             method=_method_name(k, private=True), n=noisy.shape[0],
-                             privacy=record, n_sim=n_sim if k > 1 else None)
+                             method=method, n=inp.n, privacy=record, statistic_name=stat_name,
+                             n_sim=n_sim if prod_cols > 1 else None)

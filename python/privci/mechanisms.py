@@ -27,9 +27,12 @@ Two paths, chosen by ``rng``:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
+import threading
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -37,7 +40,27 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["NoiseInfo", "laplace_mechanism", "report_noisy_max"]
+__all__ = ["NoiseInfo", "laplace_mechanism", "report_noisy_max", "sanitize", "quiet"]
+
+
+_QUIET_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence every warning and floating-point message inside a private computation.
+
+    A warning that fires on one neighbouring data set and not on the other
+    tells them apart, so no warning may leave a computation on private data
+    (a user's regressor, a model-X callable, numpy overflow in a public
+    function of an extreme row).  ``np.errstate`` is thread-local; Python's
+    warning filters are process-global, so the sections are serialised by a
+    lock (code outside privci that changes the warning filters concurrently
+    is outside this guarantee).
+    """
+    with _QUIET_LOCK, warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
 
 
 @dataclass(frozen=True)
@@ -126,16 +149,20 @@ _CHUNK = 1 << 16
 # Below this many entries the noise is drawn in this process; above, the
 # chunks are shared between forked worker processes (one per usable core).
 _PARALLEL_MIN = 1 << 18
-_POOL_INPUT = None
+# The largest finite magnitude handed to OpenDP when no public bound is given.
+_FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
-def _noise_chunk(start, stop, scale, k):
-    """Noisy copy of _POOL_INPUT[start:stop] (runs in a worker or in this process)."""
-    flat = _POOL_INPUT
-    out = np.empty(stop - start)
-    for a in range(start, stop, _CHUNK):
-        b = min(stop, a + _CHUNK)
-        out[a - start:b - start] = _laplace_measurement(b - a, scale, k)(flat[a:b].tolist())
+def _noise_chunk(values, scale, k):
+    """Noisy copy of ``values`` (a 1-D float array), in this process or in a worker.
+
+    The data arrive as an argument, never through shared state, so concurrent
+    releases (threads of one process) cannot see each other's data.
+    """
+    out = np.empty(values.shape[0])
+    for a in range(0, values.shape[0], _CHUNK):
+        b = min(values.shape[0], a + _CHUNK)
+        out[a:b] = _laplace_measurement(b - a, scale, k)(values[a:b].tolist())
     return out
 
 
@@ -148,43 +175,66 @@ def _n_workers():
 
 def _hardened_laplace(flat, scale, k):
     """Entry-wise OpenDP Laplace (scale, grid 2**k) of flat, split over processes if large."""
-    global _POOL_INPUT
     n = flat.size
     workers = min(_n_workers(), 8)
-    _POOL_INPUT = flat
-    try:
-        if n >= _PARALLEL_MIN and workers > 1 and "fork" in mp.get_all_start_methods():
-            bounds = np.linspace(0, n, 4 * workers + 1).astype(np.int64)
-            try:
-                ctx = mp.get_context("fork")
-                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-                    futs = [ex.submit(_noise_chunk, int(a), int(b), scale, k)
-                            for a, b in zip(bounds[:-1], bounds[1:])]
-                    return np.concatenate([f.result() for f in futs]), workers
-            except (OSError, AssertionError, BrokenProcessPool):
-                pass  # e.g. inside a daemonic process: fall back to this process
-        return _noise_chunk(0, n, scale, k), 1
-    finally:
-        _POOL_INPUT = None
+    if n >= _PARALLEL_MIN and workers > 1 and "fork" in mp.get_all_start_methods():
+        bounds = np.linspace(0, n, 4 * workers + 1).astype(np.int64)
+        try:
+            ctx = mp.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+                futs = [ex.submit(_noise_chunk, np.array(flat[a:b]), scale, k)
+                        for a, b in zip(bounds[:-1], bounds[1:])]
+                return np.concatenate([f.result() for f in futs]), workers
+        except (OSError, AssertionError, BrokenProcessPool):
+            pass  # e.g. inside a daemonic process: fall back to this process
+    return _noise_chunk(flat, scale, k), 1
 
 
-def laplace_mechanism(values, sensitivity, epsilon, rng=None):
+def sanitize(values, value_bound=None):
+    """Map ``values`` entry-wise into OpenDP's domain: finite floats, within a public bound.
+
+    NaN becomes 0, +-inf the bound (or the largest float), and every entry is
+    clamped to [-value_bound, value_bound] when a public ``value_bound`` is
+    given.  Each entry's image depends on that entry alone and the map is
+    1-Lipschitz on finite values, so it never increases an L1 or L-infinity
+    distance between neighbouring inputs: a certified sensitivity still
+    holds afterwards.  The private transformations are audited never to
+    produce a non-finite value; this is the last line of defence, because
+    OpenDP's ``nan=False`` domain is not enforced by OpenDP itself.
+    """
+    v = np.array(values, dtype=np.float64, copy=True)
+    top = _FLOAT_MAX if value_bound is None else float(value_bound)
+    np.nan_to_num(v, copy=False, nan=0.0, posinf=top, neginf=-top)
+    if value_bound is not None:
+        np.clip(v, -top, top, out=v)
+    return v
+
+
+def laplace_mechanism(values, sensitivity, epsilon, rng=None, *, value_bound=None):
     """Add Laplace noise calibrated to an L1 ``sensitivity`` to every entry of ``values``.
 
     Parameters
     ----------
     values : ndarray
         Any shape; noise is added entry-wise.  Its L1 sensitivity over all
-        entries must be at most ``sensitivity``.
+        entries must be at most ``sensitivity``.  Passed through
+        :func:`sanitize` first (never a non-finite value to OpenDP).
     sensitivity, epsilon : float
     rng : numpy Generator or None
         None selects OpenDP's hardened sampler.
+    value_bound : float, optional
+        A public bound on every |entry| (clamped to it).
 
     Returns
     -------
     noisy : ndarray of the same shape;  info : NoiseInfo
+
+    Notes
+    -----
+    Thread-safe: nothing is shared between calls but OpenDP's immutable
+    measurements (cached by size, scale and grid).
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = sanitize(values, value_bound)
     if rng is None:
         flat = np.ascontiguousarray(values).ravel()
         _, scale, spent = _opendp_laplace(float(sensitivity), float(epsilon), flat.size)
@@ -205,7 +255,8 @@ def report_noisy_max(scores, epsilon, rng=None):
     -------
     index : int;  info : NoiseInfo
     """
-    scores = np.asarray(scores, dtype=np.float64)
+    scores = sanitize(scores)
+    np.clip(scores, -_FLOAT_MAX / 4, _FLOAT_MAX / 4, out=scores)
     if rng is None:
         meas, scale, spent = _opendp_noisy_max(float(epsilon))
         idx = int(meas(scores.tolist()))

@@ -63,6 +63,13 @@ class PrivacyRecord(_ReprMixin):
         One sentence stating the guarantee.
     caveats : tuple of str
         Everything that weakens or qualifies the guarantee.
+    n_blocks : int or None
+        PrivGCM: the number of noisy block sums released (n: one per product,
+        the paper's Algorithm 1).
+    composition : str or None
+        With a :class:`privci.PrivacyBudget`: how this release was charged.
+    sensitivity_kind : str or None
+        ``"sharp"`` (the package's proved constants) or ``"paper"``.
     """
 
     epsilon: float
@@ -75,6 +82,9 @@ class PrivacyRecord(_ReprMixin):
     bounds: dict
     guarantee: str
     caveats: Tuple[str, ...] = ()
+    n_blocks: Optional[int] = None
+    composition: Optional[str] = None
+    sensitivity_kind: Optional[str] = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -152,6 +162,8 @@ class PrivateTestResult(_ReprMixin):
                 f"{_fmt(p.sensitivity)}, noise scale={_fmt(p.noise_scale)}, "
                 f"{'hardened OpenDP noise' if p.hardened else 'NOT hardened: seeded numpy noise'})"
                 f"\n    guarantee: {p.guarantee}")
+        if p.composition:
+            priv += f"\n    budget: {p.composition}"
         for c in p.caveats:
             priv += f"\n    caveat: {c}"
         return head + priv + "\n)"
@@ -193,6 +205,8 @@ class ResidualProducts(_ReprMixin):
     kernel_approximation: str = "exact"
     x_center: Optional[np.ndarray] = None
     y_center: Optional[np.ndarray] = None
+    residual_bound: Optional[float] = None
+    sensitivity_kind: str = "sharp"
 
 
 @dataclass(frozen=True, repr=False)
@@ -213,3 +227,4 @@ class CRTStatistics(_ReprMixin):
     kernel_approximation: str = "exact"
     n: int = 0
     y_center: float = 0.0
+    sensitivity_kind: str = "sharp"
