@@ -357,7 +357,8 @@ def _effective_bound_quantile(bound_quantile, n, epsilon_each, n_candidates):
 
 
 def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, ranges,
-                     bound_quantile, rng, scale_mode=False):
+                     bound_quantile, rng, scale_mode=False,
+                     center_ppd=_CENTER_POINTS_PER_DECADE):
     """Release centres and bounds (or scales) of the columns of ``cols`` (list of (n,) arrays).
 
     The budget is split equally among the released quantities; each column's
@@ -372,7 +373,7 @@ def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, r
         n = col.size
         c = float(given_centers[j])
         if want_center[j]:
-            grid = candidate_grid(ranges[j])
+            grid = candidate_grid(ranges[j], points_per_decade=center_ppd)
             c, s = _quantile(col, 0.5, e, grid, rng)
             spent += s
             released.append(f"center[{j}]")
@@ -492,7 +493,9 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
 
     The centre is the private median and the scale 1.4826 times the private
     median of ``|z - centre|`` (the MAD, which equals the standard deviation
-    for Gaussian data).  ``rel.transform(z)`` returns (z - centre) / scale;
+    for Gaussian data).  Both use the coarse grid (50 candidates per decade,
+    a relative spacing of 4.7%): the kernel is translation-invariant, so the
+    centre only serves the MAD, and a scale needs only its order of magnitude.  ``rel.transform(z)`` returns (z - centre) / scale;
     a Gaussian kernel exp(-kernel_sigma ||z - z'||^2) on the transformed Z
     then has a bandwidth in units of the spread of each column.  The kernel
     has k(z, z) = 1 whatever the scaling, so the sensitivity of the private
@@ -533,7 +536,8 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
     centers, scales, released, spent, e, _ = _release_columns(
         [za[:, j] for j in range(d)], epsilon=eps, want_center=[True] * d,
         want_bound=[True] * d, given_centers=np.zeros(d), ranges=ranges,
-        bound_quantile=0.5, rng=user_rng, scale_mode=True)
+        bound_quantile=0.5, rng=user_rng, scale_mode=True,
+        center_ppd=_BOUND_POINTS_PER_DECADE)
     return ReleasedParameters(
         center=tuple(centers), bound=None, scale=tuple(scales), epsilon=spent, epsilon_each=e,
         released=released, bound_quantile=None,
