@@ -27,13 +27,13 @@ system:
 $(VENV_R)/.done: pyproject.toml
 	$(PYTHON) -m venv $(VENV_R)
 	$(VENV_R)/bin/pip install --quiet --upgrade pip
-	$(VENV_R)/bin/pip install --quiet "numpy==1.26.4" ".[test,r]"
+	$(VENV_R)/bin/pip install --quiet "numpy==1.26.4" ".[test,r,causal-nopgmpy]"  # pgmpy 1.1 needs numpy>=2
 	touch $@
 
 $(VENV_NP2)/.done: pyproject.toml
 	$(PYTHON) -m venv $(VENV_NP2)
 	$(VENV_NP2)/bin/pip install --quiet --upgrade pip
-	$(VENV_NP2)/bin/pip install --quiet "numpy>=2" ".[test]"
+	$(VENV_NP2)/bin/pip install --quiet "numpy>=2" ".[test,causal]"
 	touch $@
 
 venvs: system $(VENV_R)/.done $(VENV_NP2)/.done

@@ -377,7 +377,7 @@ class PrivacyBudget:
         >>> round(PrivacyBudget(epsilon=1.0).per_test_epsilon(100), 12)
         0.01
         >>> round(PrivacyBudget(epsilon=1.0, delta=1e-6).per_test_epsilon(100), 4)
-        0.0216
+        0.0221
         """
         from . import _validation as V
 
@@ -411,17 +411,19 @@ class PrivacyBudget:
             total = _up_add(total, cost)
         return total <= cap
 
-    # a copy would double the budget: a budget stays in its process and is never copied
+    # A copy would spend the same budget twice.  copy.copy and copy.deepcopy return the
+    # budget itself (causal-learn deep-copies its graph, test and all, between phases);
+    # pickling, i.e. handing the budget to another process, is refused.
     def __reduce_ex__(self, protocol):
-        raise TypeError("a PrivacyBudget cannot be pickled or copied (a copy would spend the "
-                        "same budget twice); run tests that share it in one process, e.g. on "
-                        "threads (pgmpy's causal_discovery.PC uses threads).")
+        raise TypeError("a PrivacyBudget cannot be pickled (a copy in another process would "
+                        "spend the same budget twice); run tests that share it in one process, "
+                        "e.g. on threads (pgmpy's causal_discovery.PC uses threads).")
 
     def __copy__(self):
-        self.__reduce_ex__(2)
+        return self
 
     def __deepcopy__(self, memo):
-        self.__reduce_ex__(2)
+        return self
 
     def format_ledger(self):
         """The ledger as a text table: one line per release, with the cumulative loss."""

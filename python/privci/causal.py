@@ -1,0 +1,916 @@
+"""Private causal discovery: PC with private CI tests, and adapters for causal-learn, pgmpy, tigramite.
+
+A constraint-based search (PC, FCI) asks many conditional-independence
+questions of one data set.  Here every question is answered by a private test
+(PrivGCM by default), every answer is charged to one
+:class:`~privci.budget.PrivacyBudget` before anything is computed, and a
+repeated question (the same X, Y given the same S) is answered from a cache
+and never charged twice.  The graph is post-processing of the released
+p-values, so it carries the budget's guarantee.
+
+- :func:`pc`: the package's own PC-stable skeleton and CPDAG, splitting a
+  total epsilon over the tests by a public rule.
+- :class:`PrivateCITest`: the shared engine (data, public bounds, budget,
+  cache); the adapters below wrap it.
+- :func:`register_causallearn`: registers ``"privgcm"`` with causal-learn
+  (``pc(data, alpha, "privgcm", budget=..., bounds=...)``, ``fci(...)``).
+- :func:`pgmpy_ci_test`: a callable for pgmpy's ``PC(ci_test=...)`` (both
+  ``pgmpy.causal_discovery.PC`` and the older ``pgmpy.estimators.PC``).
+- :func:`tigramite_ci_test`: a tigramite ``CondIndTest`` for PCMCI's PC on
+  i.i.d. data (``run_pcalg_non_timeseries_data``).
+
+Tested peer versions (the ``privci[causal]`` extra): causal-learn 0.1.4.x,
+pgmpy 1.1.x, tigramite 5.2.x.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import numpy as np
+
+from . import _validation as V
+from .budget import BudgetExceededError, PrivacyBudget
+
+__all__ = ["pc", "PCResult", "PrivateCITest", "register_causallearn", "pgmpy_ci_test",
+           "tigramite_ci_test", "worst_case_tests", "TESTED_VERSIONS"]
+
+# the peers' version ranges the adapters are tested against (also pinned in pyproject's extra)
+TESTED_VERSIONS = {"causal-learn": (">=0.1.4.0", "<0.1.5"), "pgmpy": (">=1.1.0", "<1.2"),
+                   "tigramite": (">=5.2.0", "<5.3")}
+
+_ON_EXHAUSTED = ("raise", "dependent", "independent")
+_TESTS = ("privgcm",)
+
+
+def _check_version(dist, module_version):
+    """Raise ImportError when a peer's version is outside the tested range."""
+    def parse(v):
+        parts = []
+        for piece in str(v).split("."):
+            digits = "".join(itertools.takewhile(str.isdigit, piece))
+            parts.append(int(digits) if digits else 0)
+        return tuple(parts)
+
+    lo, hi = TESTED_VERSIONS[dist]
+    v = parse(module_version)
+    if not (parse(lo[2:]) <= v < parse(hi[1:])):
+        raise ImportError(f"privci.causal is tested with {dist} {lo},{hi}; found "
+                          f"{module_version}.  Install the tested range with "
+                          "`pip install privci[causal]`.")
+
+
+def _as_matrix(data):
+    """(n, p) float array and the column names (DataFrame columns, or 0..p-1)."""
+    names = None
+    cols = getattr(data, "columns", None)
+    if cols is not None and getattr(data, "ndim", 2) == 2:
+        names = [c for c in cols]
+    arr = V.as_data(data, "data", min_rows=2)
+    if arr.shape[1] < 2:
+        raise ValueError(f"`data` must have at least 2 columns (variables); got shape "
+                         f"{arr.shape} instead.")
+    if names is None:
+        names = list(range(arr.shape[1]))
+    return arr, names
+
+
+def worst_case_tests(p, max_order=None):
+    """The largest number of distinct (X, Y | S) tests PC can ask on ``p`` variables.
+
+    Every unordered pair, every conditioning set of the other ``p - 2``
+    variables of size at most ``max_order``:
+    ``p (p - 1) / 2 * sum_{l <= max_order} C(p - 2, l)``.  A public number: the
+    adapters split a budget evenly over it unless told ``max_tests``.
+
+    Examples
+    --------
+    >>> from privci.causal import worst_case_tests
+    >>> worst_case_tests(4), worst_case_tests(6, max_order=2)
+    (24, 165)
+    """
+    p = V.check_int(p, "p", 2)
+    top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
+    return p * (p - 1) // 2 * sum(math.comb(p - 2, k) for k in range(top + 1))
+
+
+@dataclass
+class _Answer:
+    pvalue: float
+    epsilon: float
+    released: bool   # False: the budget refused and on_exhausted decided (nothing computed)
+
+
+class PrivateCITest:
+    """Private CI tests between the columns of one data set, charged to one budget, cached.
+
+    Parameters
+    ----------
+    data : array-like or DataFrame, shape (n, p)
+        The private data, one row per individual.
+    budget : PrivacyBudget
+        Charged before every release.
+    bounds : float or sequence of p floats
+        Public bounds: column k is clipped to ``centers[k] +- bounds[k]``
+        when it is the X or Y of a test (PrivGCM's ``x_bound``/``y_bound``).
+        Conditioning columns are used as given (the Gaussian kernel is
+        bounded); put them on a scale that suits ``kernel_sigma`` with
+        public constants.
+    centers : float or sequence of p floats, default 0.0
+        Public centres (PrivGCM's ``x_center``/``y_center``).
+    epsilon_per_test : float, optional
+        The epsilon of every test.  Default: the budget split evenly over
+        ``max_tests`` (:meth:`PrivacyBudget.per_test_epsilon`).
+    max_tests : int, optional
+        How many distinct tests to plan for (default
+        :func:`worst_case_tests` of p and ``max_order``).  Only used without
+        ``epsilon_per_test``.
+    max_order : int, optional
+        Largest conditioning set planned for (default p - 2).
+    test : "privgcm" or callable, default "privgcm"
+        A callable is called as ``test(x, y, z, epsilon=..., rng=...,
+        **test_options)`` with ``z`` None for unconditional tests, must be
+        ``epsilon``-DP and return an object with ``pvalue``; it is charged
+        here, so it must not charge a budget itself.
+    rng : None, int or numpy Generator
+        None: OpenDP's hardened noise in every test.  Given: reproducible
+        numpy noise (simulations only; not hardened).
+    on_exhausted : {"raise", "dependent", "independent"}, default "raise"
+        When the budget refuses a test: raise :class:`BudgetExceededError`,
+        or answer without touching the data, p = 0 ("dependent": the edge
+        stays) or p = 1 ("independent").  The answer is recorded as not
+        released.
+    names : sequence, optional
+        Column names for the ledger (default: the DataFrame's columns or 0..p-1).
+    **test_options
+        Passed to the test (e.g. ``ridge_lambda``, ``kernel_sigma``,
+        ``kernel_approximation``).
+
+    Notes
+    -----
+    The cache key is (min(X, Y), max(X, Y), sorted S): a repeated or
+    mirrored question is answered from the cache without a charge.  Each key
+    has its own lock, so threads asking the same question wait for one
+    answer, and different questions run concurrently.  The charge comes
+    before the test reads the data, so a refused test computes nothing; a
+    test that then fails (e.g. on a bad ``test_options`` value) has still
+    been charged (conservative).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci.budget import PrivacyBudget
+    >>> from privci.causal import PrivateCITest
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=400); b = a + rng.normal(size=400); c = rng.normal(size=400)
+    >>> budget = PrivacyBudget(epsilon=3.0)
+    >>> ci = PrivateCITest(np.column_stack([a, b, c]), budget=budget, bounds=4.0,
+    ...                    epsilon_per_test=1.0, rng=1)
+    >>> p1 = ci.pvalue(0, 2); p2 = ci.pvalue(2, 0)   # the second answer comes from the cache
+    >>> p1 == p2, len(budget.ledger)
+    (True, 1)
+    """
+
+    def __init__(self, data, *, budget, bounds, centers=0.0, epsilon_per_test=None,
+                 max_tests=None, max_order=None, test="privgcm", rng=None,
+                 on_exhausted="raise", names=None, **test_options):
+        self.data, default_names = _as_matrix(data)
+        n, p = self.data.shape
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError("`budget` must be a privci.PrivacyBudget (one per data set, shared "
+                            f"by all tests); got {type(budget).__name__} instead.")
+        self.budget = budget
+        self.bounds = V.positive_bounds(bounds, "bounds", p)
+        self.centers = V.public_centres(centers, "centers", p)
+        if not (callable(test) or (isinstance(test, str) and test in _TESTS)):
+            raise ValueError(f"`test` must be one of {_TESTS} or a callable; got {test!r} "
+                             "instead.")
+        self.test = test
+        if on_exhausted not in _ON_EXHAUSTED:
+            raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
+                             f"{on_exhausted!r} instead.")
+        self.on_exhausted = on_exhausted
+        self.rng = None if rng is None else V.check_rng(rng)
+        self.names = list(default_names if names is None else names)
+        if len(self.names) != p:
+            raise ValueError(f"`names` must have one entry per column ({p}); got "
+                             f"{len(self.names)} instead.")
+        self.max_order = None if max_order is None else V.check_int(max_order, "max_order", 0)
+        if epsilon_per_test is not None:
+            self.epsilon_per_test = V.positive_finite(epsilon_per_test, "epsilon_per_test")
+            self.max_tests = None if max_tests is None else V.check_int(max_tests, "max_tests", 1)
+        else:
+            self.max_tests = (worst_case_tests(p, self.max_order) if max_tests is None
+                              else V.check_int(max_tests, "max_tests", 1))
+            self.epsilon_per_test = budget.per_test_epsilon(self.max_tests)
+        self.test_options = dict(test_options)
+        for bad in ("epsilon", "budget", "x_bound", "y_bound", "x_center", "y_center", "rng"):
+            if bad in self.test_options:
+                raise TypeError(f"`{bad}` is set by PrivateCITest (from `bounds`, `centers`, "
+                                "`epsilon_per_test` and the budget); remove it from the test "
+                                "options.")
+        self._cache = {}
+        self._locks = {}
+        self._lock = threading.Lock()
+
+    # the engine is shared, never copied: copies would answer (and charge) apart
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a PrivateCITest cannot be pickled: its budget must stay in one "
+                        "process (use threads, not processes, to run tests in parallel).")
+
+    # --- keys -----------------------------------------------------------------------------
+
+    def _index(self, v, what):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < len(self.names):
+            if v in self.names and self.names.index(v) != v:   # integer names that are not positions
+                return self.names.index(v)
+            return int(v)
+        if v in self.names:
+            return self.names.index(v)
+        raise ValueError(f"`{what}` must be a column index (0..{len(self.names) - 1}) or a "
+                         f"column name; got {v!r} instead.")
+
+    def key(self, x, y, s=()):
+        """The cache key (i, j, S) with i < j and S sorted, for columns given by index or name."""
+        i, j = self._index(x, "x"), self._index(y, "y")
+        if s is None:
+            s = ()
+        elif isinstance(s, (str, int, np.integer)):
+            s = (s,)
+        ss = tuple(sorted({self._index(k, "condition set") for k in s}))
+        if i == j or i in ss or j in ss:
+            raise ValueError("X and Y must be different columns and not in the conditioning "
+                             f"set; got X={x!r}, Y={y!r}, S={tuple(s)!r} instead.")
+        return (min(i, j), max(i, j), ss)
+
+    # --- answers --------------------------------------------------------------------------
+
+    @property
+    def cache(self):
+        """The answered questions: {(i, j, S): p-value} (released values, or refusals)."""
+        return {k: a.pvalue for k, a in self._cache.items()}
+
+    @property
+    def n_released(self):
+        """How many tests were computed and released (each charged once)."""
+        return sum(a.released for a in self._cache.values())
+
+    def is_cached(self, x, y, s=()):
+        return self.key(x, y, s) in self._cache
+
+    def pvalue(self, x, y, s=(), *, epsilon=None):
+        """The private p-value of X _||_ Y | S (cached; charged once per distinct question).
+
+        ``epsilon`` overrides ``epsilon_per_test`` for this test (used by
+        :func:`pc`'s split rule); a cached answer keeps its own epsilon.
+        """
+        key = self.key(x, y, s)
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key].pvalue
+            lk = self._locks.setdefault(key, threading.Lock())
+        with lk:
+            if key in self._cache:   # answered by another thread while we waited
+                return self._cache[key].pvalue
+            ans = self._answer(key, self.epsilon_per_test if epsilon is None else epsilon)
+            with self._lock:
+                self._cache[key] = ans
+            return ans.pvalue
+
+    def _describe(self, key):
+        i, j, ss = key
+        cond = ", ".join(str(self.names[k]) for k in ss)
+        return f"{self.names[i]} _||_ {self.names[j]}" + (f" | {cond}" if ss else "")
+
+    def _refused(self, key, eps, err=None):
+        if self.on_exhausted == "raise":
+            if err is not None:
+                raise err
+            raise BudgetExceededError(
+                f"the budget has nothing left for the test {self._describe(key)}; nothing was "
+                "computed or released.")
+        return _Answer(0.0 if self.on_exhausted == "dependent" else 1.0, 0.0, False)
+
+    def _answer(self, key, eps):
+        if not eps > 0.0:
+            return self._refused(key, eps)
+        name = "privgcm" if isinstance(self.test, str) else getattr(self.test, "__name__",
+                                                                    "custom test")
+        try:
+            self.budget.charge(eps, test=name, details=self._describe(key))
+        except BudgetExceededError as err:
+            return self._refused(key, eps, err)
+        i, j, ss = key
+        x, y = self.data[:, i], self.data[:, j]
+        z = self.data[:, list(ss)] if ss else None
+        if callable(self.test):
+            res = self.test(x, y, z, epsilon=eps, rng=self.rng, **self.test_options)
+        else:
+            from .gcm import privgcm
+
+            res = privgcm(x, y, z, epsilon=eps, x_bound=self.bounds[i], y_bound=self.bounds[j],
+                          x_center=self.centers[i], y_center=self.centers[j], rng=self.rng,
+                          **self.test_options)
+        pv = float(res.pvalue)
+        if not np.isfinite(pv):   # a degenerate released statistic: no evidence against H0
+            pv = 1.0
+        return _Answer(pv, eps, True)
+
+
+# --- the package's own PC -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class PCResult:
+    """The result of :func:`pc`.
+
+    Attributes
+    ----------
+    adjacency : ndarray of bool, shape (p, p)
+        The estimated skeleton (symmetric, False on the diagonal).
+    directed : ndarray of int8, shape (p, p)
+        The CPDAG in causal-learn's encoding: ``directed[i, j] == -1`` and
+        ``directed[j, i] == 1`` for i -> j; -1 both ways for an undirected
+        edge i - j; 0 for no edge.
+    names : list
+        The column names.
+    sepsets : dict
+        {(i, j): S} for every removed edge (i < j): the conditioning set
+        whose test found independence.
+    pvalues : dict
+        {(i, j, S): p} for every test asked (released p-values; refusals
+        under ``on_exhausted`` are listed in ``refused``).
+    level_epsilon : dict
+        {order: epsilon of each test at that order}: the public split.
+    n_tests : int
+        Distinct tests released (each charged once).
+    refused : tuple
+        Tests the budget refused (answered by ``on_exhausted``, nothing computed).
+    epsilon : float
+        The total epsilon of the run; ``budget.spent`` never exceeds it.
+    alpha : float
+    budget : PrivacyBudget
+        The run's budget, with its ledger (one record per released test).
+    guarantee : str
+    """
+
+    adjacency: np.ndarray
+    directed: np.ndarray
+    names: list
+    sepsets: dict
+    pvalues: dict
+    level_epsilon: dict
+    n_tests: int
+    refused: tuple
+    epsilon: float
+    alpha: float
+    budget: PrivacyBudget
+    guarantee: str
+    caveats: Tuple[str, ...] = field(default=())
+
+    def edges(self):
+        """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--"."""
+        out, g, p = [], self.directed, len(self.names)
+        for i in range(p):
+            for j in range(i + 1, p):
+                if g[i, j] == -1 and g[j, i] == 1:
+                    out.append((self.names[i], "->", self.names[j]))
+                elif g[j, i] == -1 and g[i, j] == 1:
+                    out.append((self.names[j], "->", self.names[i]))
+                elif g[i, j] != 0:
+                    out.append((self.names[i], "--", self.names[j]))
+        return out
+
+    def __repr__(self):
+        edges = ", ".join(f"{a} {m} {b}" for a, m, b in self.edges()) or "none"
+        return (f"PCResult(edges=[{edges}], n_tests={self.n_tests}, "
+                f"spent={self.budget.spent:.6g} of epsilon={self.epsilon:.6g}, "
+                f"alpha={self.alpha:g})")
+
+
+def _candidate_sets(adj_sets, i, j, order):
+    """Distinct conditioning sets of size ``order`` from adj(i)\\{j}, then adj(j)\\{i}."""
+    out, seen = [], set()
+    for a, b in ((i, j), (j, i)):
+        for s in itertools.combinations(sorted(adj_sets[a] - {b}), order):
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
+
+
+def _count_sets(adj_sets, i, j, order):
+    a, b = adj_sets[i] - {j}, adj_sets[j] - {i}
+    return math.comb(len(a), order) + math.comb(len(b), order) - math.comb(len(a & b), order)
+
+
+def _orient(adj, sepsets):
+    """CPDAG from a skeleton and separating sets: v-structures, then Meek's rules 1-3.
+
+    Encoding as causal-learn's ``G.graph``.  A v-structure i -> k <- j is
+    oriented unless one of its edges is already oriented the other way (the
+    first orientation is kept).
+    """
+    p = adj.shape[0]
+    g = np.where(adj, -1, 0).astype(np.int8)
+
+    def directed(a, b):
+        return g[a, b] == -1 and g[b, a] == 1
+
+    def undirected(a, b):
+        return g[a, b] == -1 and g[b, a] == -1
+
+    def orient(a, b):
+        g[a, b], g[b, a] = -1, 1
+
+    for k in range(p):
+        nb = np.flatnonzero(adj[k])
+        for i, j in itertools.combinations(nb, 2):
+            if adj[i, j]:
+                continue
+            if k in sepsets.get((min(i, j), max(i, j)), ()):
+                continue
+            for a in (i, j):
+                if not directed(k, a):
+                    orient(a, k)
+    changed = True
+    while changed:
+        changed = False
+        for a in range(p):
+            for b in range(p):
+                if not undirected(a, b):
+                    continue
+                # R1: c -> a - b, c and b not adjacent  =>  a -> b
+                r1 = any(directed(c, a) and not adj[c, b] and c != b for c in range(p))
+                # R2: a -> c -> b and a - b  =>  a -> b
+                r2 = any(directed(a, c) and directed(c, b) for c in range(p))
+                # R3: a - c -> b, a - d -> b, c and d not adjacent  =>  a -> b
+                r3 = False
+                cs = [c for c in range(p) if undirected(a, c) and directed(c, b)]
+                for c, d in itertools.combinations(cs, 2):
+                    if not adj[c, d]:
+                        r3 = True
+                        break
+                if r1 or r2 or r3:
+                    orient(a, b)
+                    changed = True
+    return g
+
+
+def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=None,
+       max_order=None, split="levels", delta=None, composition=None, budget=None,
+       on_exhausted="dependent", **test_options):
+    """Private PC: the skeleton and CPDAG of a causal graph from private CI tests.
+
+    PC-stable (Colombo and Maathuis 2014): for orders l = 0, 1, ..., with the
+    adjacencies frozen at the start of each order, every remaining edge
+    i - j is tested against the conditioning sets of size l drawn from
+    adj(i) \\ {j} and adj(j) \\ {i}; the first test with p > alpha removes
+    the edge and records its separating set.  Every test is a private test
+    (PrivGCM) charged to a :class:`~privci.budget.PrivacyBudget` of total
+    ``epsilon`` before it reads the data; the graph is post-processing.
+
+    Parameters
+    ----------
+    data : array-like or DataFrame, shape (n, p)
+        The private data (rows are individuals).
+    epsilon : float
+        Total privacy budget of the run (> 0).
+    bounds : float or sequence of p floats
+        Public bounds per column (fixed before seeing the data).
+    centers : float or sequence of p floats, default 0.0
+        Public centres per column.
+    alpha : float, default 0.05
+        Level of each test.
+    test : "privgcm" or callable, default "privgcm"
+        See :class:`PrivateCITest`.
+    rng : None, int or numpy Generator
+        None: hardened OpenDP noise.  Given: reproducible numpy noise.
+    max_order : int, optional
+        Largest conditioning set (default p - 2).
+    split : {"levels", "tests"}, default "levels"
+        The public rule that splits the total over the tests (below).
+    delta, composition : optional
+        ``composition="zcdp"`` with ``delta`` accounts by zCDP and makes the
+        run (epsilon, delta)-DP (see :class:`~privci.budget.PrivacyBudget`).
+    budget : PrivacyBudget, optional
+        An outer (pure-DP) budget of the data set: the whole run is charged
+        to it as one epsilon-DP release before it starts.
+    on_exhausted : {"dependent", "raise", "independent"}, default "dependent"
+        What a test the run's budget cannot pay for answers (without
+        touching the data): "dependent" keeps the edge.  The split rule
+        never plans more than the budget, so this only matters for the
+        last, rounded tests.
+    **test_options
+        Passed to the test (``ridge_lambda``, ``kernel_sigma``, ...).
+
+    Returns
+    -------
+    PCResult
+        ``adjacency`` (bool, symmetric), ``directed`` (the CPDAG in
+        causal-learn's encoding), ``sepsets``, the released ``pvalues``,
+        the ``budget`` with its ledger, and the ``guarantee``.
+
+    Notes
+    -----
+    The split rule is public: it depends on ``epsilon``, ``max_order`` and
+    the graph released so far (post-processing), never on the data
+    directly.  At the start of order l, with K_l the number of distinct
+    tests planned at that order (cached questions are free) and L the
+    highest order still possible (max_order, and one less than the largest
+    degree of the current skeleton):
+
+    - ``"levels"``: order l gets a share 1 / (L - l + 1) of what remains,
+      split evenly over its K_l tests;
+    - ``"tests"``: every planned test of this and later orders counts once
+      (later orders as if no more edges were removed): order l gets the
+      share K_l / (K_l + K_later).
+
+    Tests skipped because their edge was already removed leave their
+    epsilon for later orders; the budget's filter guarantees the total is
+    never exceeded (fully adaptive composition: each epsilon may depend on
+    earlier released answers).
+
+    Priv-PC's sieve-and-examine (sparse-vector screening) is not
+    implemented here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci.causal import pc
+    >>> rng = np.random.default_rng(1)
+    >>> a = rng.normal(size=2000); b = rng.normal(size=2000)
+    >>> c = a + b + 0.5 * rng.normal(size=2000)
+    >>> res = pc(np.column_stack([a, b, c]), epsilon=30.0, bounds=4.0, rng=2)
+    >>> res.adjacency.astype(int)
+    array([[0, 0, 1],
+           [0, 0, 1],
+           [1, 1, 0]])
+    >>> res.edges()
+    [(0, '->', 2), (1, '->', 2)]
+    >>> res.budget.spent <= 30.0
+    True
+    """
+    X, names = _as_matrix(data)
+    n, p = X.shape
+    eps_total = V.positive_finite(epsilon, "epsilon")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
+        raise ValueError(f"`alpha` must be a number in (0, 1); got {alpha!r} instead.")
+    if split not in ("levels", "tests"):
+        raise ValueError(f"`split` must be 'levels' or 'tests'; got {split!r} instead.")
+    top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
+    run_budget = PrivacyBudget(eps_total, delta=delta, composition=composition,
+                               name="privci.causal.pc")
+    tester = PrivateCITest(X, budget=run_budget, bounds=bounds, centers=centers,
+                           epsilon_per_test=1.0, test=test, rng=rng, on_exhausted=on_exhausted,
+                           names=names, **test_options)
+    if budget is not None:
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError(f"`budget` must be None or a privci.PrivacyBudget; got "
+                            f"{type(budget).__name__} instead.")
+        if run_budget.composition != "pure":
+            raise ValueError("an outer `budget` needs a pure-DP run (the run is charged to it "
+                             "as one epsilon-DP release); got composition='zcdp' instead.")
+        budget.charge(eps_total, test="privci.causal.pc",
+                      details=f"PC on {p} columns, all tests of the run")
+
+    adj = ~np.eye(p, dtype=bool)
+    sepsets, level_eps, refused = {}, {}, []
+    for order in range(top + 1):
+        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
+        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
+        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
+        plan = [(i, j, c) for i, j, c in plan if c]
+        if not plan:
+            break
+        k_now = sum(1 for i, j, c in plan for s in c if not tester.is_cached(i, j, s))
+        if k_now == 0:
+            eps_l = 0.0
+        else:
+            max_deg = max(len(a) for a in adj_sets)
+            last = min(top, max_deg - 1)
+            if split == "levels":
+                share = 1.0 / (last - order + 1)
+            else:
+                later = sum(_count_sets(adj_sets, i, j, o) for o in range(order + 1, last + 1)
+                            for i, j in edges)
+                share = k_now / (k_now + later)
+            eps_l = run_budget.per_test_epsilon(k_now, share=min(1.0, share))
+        level_eps[order] = eps_l
+        removed = []
+        for i, j, cands in plan:
+            for s in cands:
+                cached = tester.is_cached(i, j, s)
+                pv = tester.pvalue(i, j, s, epsilon=eps_l)
+                if not cached and not tester._cache[tester.key(i, j, s)].released:
+                    refused.append((i, j, s))
+                if pv > alpha:
+                    removed.append((i, j))
+                    sepsets[(i, j)] = s
+                    break
+        for i, j in removed:
+            adj[i, j] = adj[j, i] = False
+    directed = _orient(adj, sepsets)
+    pvalues = {k: a.pvalue for k, a in tester._cache.items() if a.released}
+    joint = (f"{eps_total:g}-DP" if run_budget.composition == "pure"
+             else f"({eps_total:g}, {run_budget.delta:g})-DP")
+    guarantee = (f"the {len(pvalues)} released p-values (each an epsilon_i-DP PrivGCM test, "
+                 f"epsilon_i by the public '{split}' split) are jointly {joint} under "
+                 "replacement of one row, by OpenDP's fully adaptive composition with a "
+                 "privacy filter; the skeleton, separating sets and CPDAG are post-processing")
+    if budget is not None:
+        guarantee += (f"; the run was charged as one {eps_total:g}-DP release to the outer "
+                      "budget")
+    caveats = []
+    if rng is not None:
+        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
+                       "hardened against floating-point attacks; use rng=None for a release.")
+    if refused:
+        caveats.append(f"{len(refused)} tests were not paid for and answered "
+                       f"'{on_exhausted}' without touching the data.")
+    return PCResult(adjacency=adj, directed=directed, names=names, sepsets=sepsets,
+                    pvalues=pvalues, level_epsilon=level_eps, n_tests=len(pvalues),
+                    refused=tuple(refused), epsilon=eps_total, alpha=float(alpha),
+                    budget=run_budget, guarantee=guarantee, caveats=tuple(caveats))
+
+
+# --- causal-learn ---------------------------------------------------------------------------
+
+_CL_CLASS = None
+
+
+def register_causallearn(name="privgcm"):
+    """Register privci's private test with causal-learn under ``name``.
+
+    After this, ``causallearn.search.ConstraintBased.PC.pc(data, alpha,
+    "privgcm", budget=..., bounds=..., **options)`` and
+    ``causallearn.search.ConstraintBased.FCI.fci(data, "privgcm", alpha,
+    budget=..., bounds=...)`` run PC/FCI with private tests.  The keyword
+    arguments go to :class:`PrivateCITest` (``budget`` and ``bounds``
+    required; ``centers``, ``epsilon_per_test`` or ``max_tests``,
+    ``max_order``, ``rng``, ``on_exhausted``, test options).  Without
+    ``epsilon_per_test`` the budget is split evenly over
+    :func:`worst_case_tests` (or ``max_tests``), decided before any test.
+
+    Parameters
+    ----------
+    name : str, default "privgcm"
+
+    Returns
+    -------
+    type
+        The registered ``CIT_Base`` subclass; its instances expose the
+        engine as ``.private`` (ledger: ``.private.budget``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci.budget import PrivacyBudget
+    >>> from privci.causal import register_causallearn
+    >>> from causallearn.search.ConstraintBased.PC import pc as cl_pc
+    >>> cls = register_causallearn()
+    >>> rng = np.random.default_rng(0)
+    >>> d = rng.normal(size=(300, 3))
+    >>> budget = PrivacyBudget(epsilon=2.0)
+    >>> cg = cl_pc(d, 0.05, "privgcm", budget=budget, bounds=4.0, rng=1, show_progress=False)
+    >>> budget.spent <= 2.0, len(budget.ledger) >= 3
+    (True, True)
+    """
+    global _CL_CLASS
+    from causallearn.utils import cit
+
+    _check_version("causal-learn", _dist_version("causal-learn"))
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"`name` must be a non-empty string; got {name!r} instead.")
+    if _CL_CLASS is None:
+        class PrivGCMCIT(cit.CIT_Base):
+            """causal-learn CI test: privci's private test, charged to one PrivacyBudget."""
+
+            def __init__(self, data, budget=None, bounds=None, **kwargs):
+                super().__init__(data)
+                if budget is None:
+                    raise TypeError("causal-learn with a privci test needs `budget=` (a "
+                                    "privci.PrivacyBudget for this data set); got None.")
+                self.private = PrivateCITest(data, budget=budget, bounds=bounds, **kwargs)
+                params = repr(sorted((k, repr(v)) for k, v in kwargs.items()))
+                self.check_cache_method_consistent("privci", params)
+
+            def __call__(self, X, Y, condition_set=None):
+                if condition_set is None:
+                    condition_set = ()
+                return self.private.pvalue(int(X), int(Y), [int(k) for k in condition_set])
+
+        _CL_CLASS = PrivGCMCIT
+    cit.register_ci_test(name, _CL_CLASS)
+    return _CL_CLASS
+
+
+def _dist_version(dist):
+    from importlib import metadata
+
+    return metadata.version(dist)
+
+
+# --- pgmpy ----------------------------------------------------------------------------------
+
+
+class _PgmpyCITest:
+    """A pgmpy CI-test callable: ``(X, Y, Z, significance_level=...) -> independent?``."""
+
+    def __init__(self, engine):
+        self.private = engine
+        self.p_value_ = None
+        self.effect_size_ = None
+
+    def __call__(self, X, Y, Z=(), data=None, significance_level=0.05, **kwargs):
+        pv = self.private.pvalue(X, Y, tuple(Z) if Z is not None else ())
+        self.p_value_ = pv
+        self.effect_size_ = 1.0 - pv
+        return bool(pv >= significance_level)
+
+    def __repr__(self):
+        return f"privci.causal.pgmpy_ci_test(budget={self.private.budget!r})"
+
+
+def pgmpy_ci_test(data, *, budget, bounds, centers=0.0, **options):
+    """A CI test for pgmpy's PC (``ci_test=``), private and charged to ``budget``.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The same data frame the PC will be fitted on (pgmpy passes column
+        names; the test reads the data kept here).
+    budget, bounds, centers, **options
+        See :class:`PrivateCITest` (``epsilon_per_test`` or ``max_tests``,
+        ``max_order``, ``rng``, ``on_exhausted``, test options).
+
+    Returns
+    -------
+    callable
+        ``test(X, Y, Z, significance_level=...)`` returns True for
+        "independent" (p >= significance_level), as pgmpy's tests do, and
+        sets ``p_value_``.  ``test.private`` is the engine.
+
+    Notes
+    -----
+    ``pgmpy.causal_discovery.PC(ci_test=test, variant="parallel")`` runs
+    tests on threads (joblib ``prefer="threads"``); the budget and the
+    cache are thread-safe, but which tests run first, and so which are
+    asked at all, may vary between runs (pgmpy's order over sets depends on
+    hash seeds).  The older ``pgmpy.estimators.PC(data).estimate(
+    ci_test=test)`` runs its "parallel" variant in processes: a budget
+    cannot be copied to another process, so use ``variant="stable"`` or
+    ``"orig"`` there.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from privci.budget import PrivacyBudget
+    >>> from privci.causal import pgmpy_ci_test
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    >>> budget = PrivacyBudget(epsilon=2.0)
+    >>> from pgmpy.causal_discovery import PC      # doctest: +SKIP
+    >>> test = pgmpy_ci_test(df, budget=budget, bounds=4.0, rng=1)      # doctest: +SKIP
+    >>> est = PC(ci_test=test, variant="stable", show_progress=False).fit(df)  # doctest: +SKIP
+    >>> budget.spent <= 2.0
+    True
+
+    (Skipped in the doctests because pgmpy 1.1 needs numpy >= 2, which the
+    R-side environment does not have; ``tests/test_causal.py`` runs it.)
+    """
+    _check_version("pgmpy", _dist_version("pgmpy"))
+    engine = PrivateCITest(data, budget=budget, bounds=bounds, centers=centers, **options)
+    return _PgmpyCITest(engine)
+
+
+# --- tigramite ------------------------------------------------------------------------------
+
+_TG_CLASS = None
+
+
+def _tigramite_class():
+    global _TG_CLASS
+    if _TG_CLASS is not None:
+        return _TG_CLASS
+    from tigramite.independence_tests.independence_tests_base import CondIndTest
+
+    _check_version("tigramite", _dist_version("tigramite"))
+
+    class PrivGCMTigramite(CondIndTest):
+        """tigramite CondIndTest: privci's private test on i.i.d. rows, charged to one budget.
+
+        Only contemporaneous (lag 0) variables of a single data set without
+        masks or missing values: one row is one individual.  The released
+        "dependence measure" is 1 - p.
+        """
+
+        @property
+        def measure(self):
+            return "privci_" + self._privci_test_name
+
+        def __init__(self, *, budget, bounds, centers=0.0, privci_options=None, **kwargs):
+            self._privci_test_name = "privgcm"
+            super().__init__(significance="analytic", **kwargs)
+            self.two_sided = True
+            self.residual_based = False
+            self._privci = dict(budget=budget, bounds=bounds, centers=centers,
+                                **(privci_options or {}))
+            if not isinstance(budget, PrivacyBudget):
+                raise TypeError("`budget` must be a privci.PrivacyBudget; got "
+                                f"{type(budget).__name__} instead.")
+            self.private = None
+
+        def set_dataframe(self, dataframe):
+            super().set_dataframe(dataframe)
+            values = dataframe.values
+            if len(values) != 1:
+                raise ValueError("privci's tigramite test takes one data set (M = 1); got "
+                                 f"{len(values)} instead.")
+            if getattr(dataframe, "mask", None) is not None or \
+                    getattr(dataframe, "missing_flag", None) is not None:
+                raise ValueError("privci's tigramite test takes no mask and no missing_flag: "
+                                 "rows must be complete, i.i.d. individuals.")
+            data = next(iter(values.values()))
+            names = list(getattr(dataframe, "var_names", range(data.shape[1])))
+            self.private = PrivateCITest(data, names=names, **self._privci)
+
+        def _columns(self, nodes, what):
+            cols = []
+            for var, lag in nodes or ():
+                if lag != 0:
+                    raise ValueError(f"privci's tigramite test is for i.i.d. rows: `{what}` "
+                                     f"must have lag 0; got {(var, lag)!r} instead (use "
+                                     "run_pcalg_non_timeseries_data or tau_max = 0).")
+                cols.append(int(var))
+            return cols
+
+        def run_test(self, X, Y, Z=None, tau_max=0, cut_off="2xtau_max", alpha_or_thres=None):
+            if self.private is None:
+                raise ValueError("Call set_dataframe first (PCMCI does this).")
+            xs, ys, zs = (self._columns(X, "X"), self._columns(Y, "Y"),
+                          self._columns(Z, "Z"))
+            if len(xs) != 1 or len(ys) != 1:
+                raise ValueError("privci's tigramite test needs univariate X and Y; got "
+                                 f"X={X!r}, Y={Y!r} instead.")
+            pv = self.private.pvalue(xs[0], ys[0], zs)
+            val = 1.0 - pv
+            if alpha_or_thres is None:
+                return val, pv
+            return val, pv, bool(pv <= alpha_or_thres)
+
+        def get_dependence_measure(self, array, xyz, data_type=None):
+            raise NotImplementedError("privci's tigramite test answers through run_test only "
+                                      "(each answer is a charged private release).")
+
+        def get_analytic_significance(self, value, T, dim, xyz):   # pragma: no cover
+            raise NotImplementedError("privci's tigramite test answers through run_test only.")
+
+    _TG_CLASS = PrivGCMTigramite
+    return _TG_CLASS
+
+
+def tigramite_ci_test(*, budget, bounds, centers=0.0, **options):
+    """A tigramite ``CondIndTest`` running privci's private test, charged to ``budget``.
+
+    Parameters
+    ----------
+    budget, bounds, centers, **options
+        See :class:`PrivateCITest`; the data come from the ``DataFrame``
+        PCMCI gives the test (one data set, no mask, lag-0 tests only: i.i.d.
+        rows, one per individual).
+
+    Returns
+    -------
+    CondIndTest
+        Use as ``PCMCI(dataframe, cond_ind_test=test)`` and run
+        ``run_pcalg_non_timeseries_data(pc_alpha=...)``.  ``test.private``
+        is the engine (after PCMCI has set the data frame).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci.budget import PrivacyBudget
+    >>> from privci.causal import tigramite_ci_test
+    >>> from tigramite.data_processing import DataFrame
+    >>> from tigramite.pcmci import PCMCI
+    >>> rng = np.random.default_rng(0)
+    >>> budget = PrivacyBudget(epsilon=2.0)
+    >>> test = tigramite_ci_test(budget=budget, bounds=4.0, rng=1)
+    >>> out = PCMCI(DataFrame(rng.normal(size=(300, 3))), cond_ind_test=test
+    ...             ).run_pcalg_non_timeseries_data(pc_alpha=0.05)
+    >>> budget.spent <= 2.0
+    True
+    """
+    cls = _tigramite_class()
+    return cls(budget=budget, bounds=bounds, centers=centers, privci_options=options)
