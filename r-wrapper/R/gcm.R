@@ -71,7 +71,9 @@
 #'   unchanged to the Python function `privci.gcm` (or to
 #'   `privci.gcm_from_residuals` when residuals are given), so that options
 #'   added to the Python package are usable from R without a change here;
-#'   R values are converted by reticulate's defaults. For the formula method:
+#'   R values are converted by reticulate's defaults (`NULL` is `None`). Give
+#'   full names: R matches an abbreviation of one of this function's own
+#'   arguments to that argument. For the formula method:
 #'   the arguments of the default method (everything but `x`, `y`, `z`).
 #'
 #' @return A list of class `htest` with `statistic` (`Z`, or `max|Z|` for the

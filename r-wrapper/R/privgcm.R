@@ -54,7 +54,9 @@
 #'   unchanged to the Python function (`privci.privgcm` here), so that options
 #'   added to the Python package (a privacy budget, say) are usable from R
 #'   without a change to this package; R values are converted by reticulate's
-#'   defaults. For the formula method: the arguments of the default method.
+#'   defaults (`NULL` is `None`). Give full names: R matches an abbreviation
+#'   of one of this function's own arguments to that argument. For the
+#'   formula method: the arguments of the default method.
 #'
 #' @return A list of classes `privci_private_htest` and `htest` with
 #'   `statistic` (`Z`, or `max|Z|`, computed on the noisy products),

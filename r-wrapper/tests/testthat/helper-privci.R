@@ -23,6 +23,32 @@ krr_resid_r <- function(u, z, sigma, lambda) {
   as.vector(u - K %*% solve(K + n * lambda * diag(n), u))
 }
 
+# The Python function called directly, with the wrapper's conversions: the
+# R result must carry exactly what Python returns for the same call (the
+# numbers themselves are tested on the Python side).
+py_direct <- function(fun, x, y, z = NULL, ..., seed = NULL, model_x = NULL) {
+  args <- list(x = privci:::.py_data(x), y = privci:::.py_data(y), z = privci:::.py_data(z),
+               ...)
+  if (!is.null(seed)) args$rng <- privci:::.py_seed(seed)
+  if (!is.null(model_x)) args$model_x <- privci:::.py_model_x(model_x, z)
+  do.call(privci:::.privci()[[fun]], args)
+}
+
+# Does the Python function take a keyword argument `arg`?
+py_has_arg <- function(fun, arg) {
+  sig <- reticulate::import("inspect")$signature(privci:::.privci()[[fun]])
+  arg %in% reticulate::iterate(sig$parameters$keys())
+}
+
+# Does the Python function's keyword `arg` default to None (an optional argument)?
+py_default_is_none <- function(fun, arg) {
+  privci:::.privci()
+  check <- reticulate::py_eval(paste0(
+    "lambda name, a: (lambda p: a in p and p[a].default is None)(",
+    "__import__('inspect').signature(getattr(__import__('privci'), name)).parameters)"))
+  isTRUE(check(fun, arg))
+}
+
 expect_htest <- function(res, statistic_name) {
   expect_s3_class(res, "htest")
   expect_named(res$statistic, statistic_name)

@@ -14,7 +14,16 @@ test_that("privcrt returns an htest with the privately selected rank", {
   expect_true(rank %in% 0:19)
   expect_equal(res$p.value, (1 + rank) / 20)
   expect_identical(res$method, "Private conditional randomization test (PrivCRT)")
-  expect_equal(res$sensitivity, sens_crt(5), tolerance = 1e-12)
+  py <- py_direct("privcrt", d$x, d$y, d$z, epsilon = 2, model_x = mx, y_bound = 8,
+                  x_residual_bound = 4, seed = 1)
+  expect_identical(res$sensitivity, py$privacy$sensitivity)
+  expect_identical(unname(res$statistic), py$statistic)
+  if (py_has_arg("privcrt", "sensitivity")) {
+    # the paper's constant, through `...`
+    paper <- privcrt(d$x, d$y, d$z, epsilon = 2, model_x = mx, y_bound = 8,
+                     x_residual_bound = 4, seed = 1, sensitivity = "paper")
+    expect_equal(paper$sensitivity, sens_crt(5), tolerance = 1e-12)
+  }
   expect_equal(res$noise_scale, 2 / 2)
   expect_equal(res$bounds[c("y_bound", "x_residual_bound", "y_center")],
                list(y_bound = 8, x_residual_bound = 4, y_center = 0))
