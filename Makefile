@@ -13,7 +13,7 @@ APT_PACKAGES := r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-
                 r-cran-rmarkdown r-cran-roxygen2 pandoc
 PYTEST_ARGS ?=
 
-.PHONY: demo test system venvs test-python test-r vignettes-quick clean
+.PHONY: demo test system venvs test-python test-r vignettes-quick docs clean
 
 demo:
 	$(PYTHON) -m pip install --quiet .
@@ -33,7 +33,7 @@ $(VENV_R)/.done: pyproject.toml
 $(VENV_NP2)/.done: pyproject.toml
 	$(PYTHON) -m venv $(VENV_NP2)
 	$(VENV_NP2)/bin/pip install --quiet --upgrade pip
-	$(VENV_NP2)/bin/pip install --quiet "numpy>=2" ".[test,causal]"
+	$(VENV_NP2)/bin/pip install --quiet "numpy>=2" ".[test,docs,causal]"
 	touch $@
 
 venvs: system $(VENV_R)/.done $(VENV_NP2)/.done
@@ -54,7 +54,13 @@ SHARED ?= $(CURDIR)/../shared
 vignettes-quick: venvs
 	MPLBACKEND=Agg PYTHON=$(CURDIR)/$(VENV_NP2)/bin/python sh vignettes/run_all.sh $(SHARED)/data/concrete.csv --quick
 
-test: test-r vignettes-quick test-python
+# the documentation site (docs/, Sphinx): warnings are errors; nitpicky for privci's own
+# references (docs/_ext/privci_docs.py); -E rereads every page so no warning is skipped
+docs: $(VENV_NP2)/.done
+	$(VENV_NP2)/bin/python -m sphinx -b html -E -W --keep-going -n docs docs/_build/html
+	@echo "documentation: $(CURDIR)/docs/_build/html/index.html"
+
+test: test-r vignettes-quick test-python docs
 
 clean:
-	rm -rf $(VENV_R) $(VENV_NP2) build *.egg-info
+	rm -rf $(VENV_R) $(VENV_NP2) build *.egg-info docs/_build docs/_generated

@@ -1,0 +1,202 @@
+"""The documentation site: it builds with no warnings, every public name has a page, and
+every page renders.
+
+The build runs Sphinx as ``make docs`` does (``-W --keep-going -n``: warnings are errors,
+nitpicky for privci's own references) into a temporary folder.  The module skips when
+Sphinx and the docs extra are not installed (the numpy-1.26 environment of the R side);
+CI installs them in the numpy-2 environment (``pip install ".[test,docs]"``), where it runs.
+"""
+
+import html
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("sphinx")
+pytest.importorskip("numpydoc")
+pytest.importorskip("pydata_sphinx_theme")
+
+import privci  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+sys.path.insert(0, os.path.join(DOCS, "_ext"))
+
+import privci_docs  # noqa: E402
+
+# the prose pages the issue asks for, with phrases that show they carry their content
+PAGES = {
+    "getting_started": ["make demo", "make test", "privgcm", "library", "privcrt"],
+    "privacy_model": ["Neighbouring data sets", "What is public", "Bounds and centres",
+                      "privacy record", "seed is secret", "Composition", "finite numbers"],
+    "parameters": ["Epsilon", "Bounds", "Ridge parameter", "Kernel scale", "Number of blocks",
+                   "figure 4"],
+    "sensitivity": ["Lemma 1", "Lemma 2", "Lemma 3", "Theorem 1", "Theorem 2",
+                    "Block aggregation", "Composition", "3.630", "2.722"],
+    "api": ["privci.privgcm", "privci.PrivacyRecord"],
+    "r_package": ["htest", "privgcm", "privci_available"],
+    "cli": ["usage: privci", "privci privgcm", "privci privcrt"],
+    "gallery": ["Figure 1", "Figure 6", "claim"],
+    "cite": ["Kalemaj", "Kasiviswanathan", "Ramdas", "@inproceedings"],
+    "changelog": ["Changelog"],
+}
+
+
+def _text(page_html):
+    """The visible text of the article of a page (the theme's navigation left out)."""
+    m = re.search(r'<article class="bd-article"[^>]*>(.*?)</article>', page_html, re.S)
+    body = m.group(1) if m else page_html
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    doctrees = tmp_path_factory.mktemp("doctrees")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-E", "-W", "--keep-going", "-n",
+         "-d", str(doctrees), DOCS, str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return proc, str(out)
+
+
+def _read(out, name):
+    with open(os.path.join(out, name + ".html"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_builds_without_warnings(site):
+    proc, _ = site
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    problems = [ln for ln in proc.stderr.splitlines() if "WARNING" in ln or "ERROR" in ln]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", privci.__all__)
+def test_every_public_name_has_a_page(site, name):
+    _, out = site
+    page = _read(out, f"_generated/api/privci.{name}")
+    m = re.search(r'<dt class="sig[^"]*" id="privci\.' + re.escape(name) + r'">(.*?)</dt>\s*'
+                  r"<dd>(.*?)</dd>", page, re.S)
+    assert m, f"no object description of privci.{name} on its page"
+    doc = " ".join(_text(m.group(2)).split())
+    assert len(doc) >= 20, f"privci.{name}: empty autodoc ({doc!r})"
+    # and the API index links to it
+    assert f"_generated/api/privci.{name}.html" in _read(out, "api")
+
+
+def test_public_modules_have_pages(site):
+    _, out = site
+    present = [m for m in privci_docs.MODULES if importlib.util.find_spec(f"privci.{m}")]
+    assert {"baselines", "simulate", "experiments"} <= set(present)
+    for mod in present:
+        page = _read(out, f"_generated/api/privci.{mod}")
+        assert f'id="module-privci.{mod}"' in page
+        members = getattr(importlib.import_module(f"privci.{mod}"), "__all__", [])
+        own = [n for n in members if getattr(privci, n, None)
+               is not getattr(importlib.import_module(f"privci.{mod}"), n)]
+        for n in own:
+            assert f'id="privci.{mod}.{n}"' in page, f"privci.{mod}.{n} not documented"
+
+
+def _all_pages(out):
+    for d, _, files in os.walk(out):
+        if "_static" in d or "_sources" in d:
+            continue
+        for f in files:
+            if f.endswith(".html"):
+                yield os.path.join(d, f)
+
+
+def test_every_page_renders(site):
+    _, out = site
+    pages = list(_all_pages(out))
+    assert len(pages) >= 30
+    for path in pages:
+        with open(path, encoding="utf-8") as fh:
+            page = fh.read()
+        rel = os.path.relpath(path, out)
+        for bad in ("undefined label", "Undefined substitution", 'class="problematic"',
+                    'class="system-message"', "autodoc: failed", "Unknown directive",
+                    "Unknown interpreted text role"):
+            assert bad not in page, f"{rel}: {bad}"
+        if os.path.basename(path) not in ("genindex.html", "search.html", "py-modindex.html"):
+            assert len(_text(page).split()) >= 15, f"{rel}: (nearly) empty page"
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_prose_pages_have_their_content(site, name):
+    _, out = site
+    text = " ".join(_text(_read(out, name)).split())
+    for phrase in PAGES[name]:
+        assert phrase in text, f"{name}: {phrase!r} missing"
+    assert len(text.split()) >= 100, f"{name}: only {len(text.split())} words"
+
+
+def test_gallery_shows_the_committed_figures_and_claims_table(site):
+    _, out = site
+    page = _read(out, "gallery")
+    figures = sorted(f for f in os.listdir(os.path.join(ROOT, "vignettes"))
+                     if re.match(r"fig\d.*\.png$", f))
+    assert figures
+    for f in figures:
+        assert f'_images/{f}"' in page, f
+        assert os.path.exists(os.path.join(out, "_images", f))
+    assert page.count("<tr") >= 20                    # the claims table
+    for script in os.listdir(os.path.join(ROOT, "vignettes")):
+        if script.startswith("fig") and script.endswith(".py"):
+            assert f"_generated/vignette_scripts/{script[:-3]}.html" in page
+
+
+def test_sensitivity_page_matches_the_package():
+    """The constants quoted on the proofs page are the package's (sharp) constants."""
+    text = open(os.path.join(DOCS, "sensitivity.rst"), encoding="utf-8").read()
+    assert "C^* = 3.630" in text and "\\Delta_T^* = 2.722" in text
+    from privci.regression import crt_sensitivity, gcm_sensitivity
+    assert round(gcm_sensitivity(5.0), 3) == 3.630
+    assert round(crt_sensitivity(5.0), 3) == 2.722
+
+
+# ----------------------------------------------------------------------------- the extension
+
+def test_nitpicky_only_for_privci_names():
+    privci_docs._collect_names()
+
+    def ref(target, domain="py", reftype="func"):
+        return {"reftarget": target, "refdomain": domain, "reftype": reftype}
+
+    # privci's own names are reported (None: Sphinx warns, and -W fails the build)
+    for t in ("privci.nonexistent", "privgcm", "GCMResult", "~privci.gcm", "regression.x"):
+        assert privci_docs.warn_missing_reference(None, None, ref(t)) is None, t
+    assert privci_docs.warn_missing_reference(None, None, ref("nope", "std", "ref")) is None
+    # other projects' names are not
+    for t in ("numpy.ndarray", "pandas.DataFrame", "float", "np.random.Generator"):
+        assert privci_docs.warn_missing_reference(None, None, ref(t)) is True, t
+
+
+def test_docstring_bars_are_escaped_outside_code():
+    lines = ["|r_i| <= b and ``|x|`` and :math:`|y|`",
+             ">>> abs(-1) | 0", "1",
+             "",
+             "Formula::", "", "    |a| + |b|",
+             "after |c|"]
+    privci_docs.plain_text_math(None, "function", "f", None, {}, lines)
+    assert lines[0] == "\\|r_i\\| <= b and ``|x|`` and :math:`|y|`"
+    assert lines[1] == ">>> abs(-1) | 0"
+    assert lines[6] == "    |a| + |b|"
+    assert lines[7] == "after \\|c\\|"
+
+
+def test_markdown_conversion_escapes_everything():
+    rst = privci_docs.md_inline("**bold** *it* `code|x` a|b|c x_1 [t](u) *")
+    assert "\\ **bold**\\ " in rst and "\\ *it*\\ " in rst and "\\ ``code|x``\\ " in rst
+    assert "a\\|b\\|c" in rst and "x\\_1" in rst and rst.rstrip().endswith("\\*")
+    assert "(u)" not in rst
+    table = privci_docs.md_table(["| a | b |", "|---|---|", "| 1 | x* |"])
+    assert ".. list-table::" in table and "x\\*" in table
