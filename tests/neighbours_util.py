@@ -1,0 +1,245 @@
+"""Helpers of the neighbour-consistency harness (tests/test_neighbours.py; not a test module).
+
+Two data sets are *neighbours* when they differ in exactly one row, replaced
+arbitrarily by another row of finite numbers (the package's domain: non-finite
+values are rejected before anything is computed, and that rejection is about
+the user's data file, not a release).  A private entry point must behave on
+both neighbours in a way an observer cannot tell apart beyond what the noise
+allows:
+
+* both calls return a finite statistic and p-value, or both raise the same
+  exception type with the same message (so the message cannot depend on the
+  replaced row);
+* every warning (category and message) is the same in both calls, numpy's
+  floating-point warnings included (recorded under numpy's default
+  ``errstate``: divide, over and invalid warn);
+* the un-noised transformations stay within their stated sensitivity.
+
+:func:`run_recorded` captures one call's observable behaviour,
+:func:`assert_indistinguishable` compares two, and the hypothesis strategies
+below draw neighbouring pairs that mix ordinary values with the extremes of
+float64 (+-1e308, +-5e-324, -0.0, duplicated rows, all rows equal, one row far
+away).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+# --------------------------------------------------------------------------- bookkeeping
+
+#: per entry point: number of neighbouring pairs compared and the largest
+#: (un-noised change) / (stated sensitivity) seen; printed at the end of the module.
+STATS: dict = {}
+
+
+def count_pair(entry, ratio=None):
+    s = STATS.setdefault(entry, {"pairs": 0, "max_ratio": None})
+    s["pairs"] += 1
+    if ratio is not None and (s["max_ratio"] is None or not ratio <= s["max_ratio"]):
+        s["max_ratio"] = float(ratio)
+
+
+def summary_lines():
+    lines = ["neighbour-consistency harness: pairs searched and largest sensitivity ratio"]
+    width = max([len(k) for k in STATS] + [10])
+    for entry in sorted(STATS):
+        s = STATS[entry]
+        ratio = "-" if s["max_ratio"] is None else f"{s['max_ratio']:.6g}"
+        lines.append(f"  {entry.ljust(width)}  pairs {s['pairs']:6d}  max ratio {ratio}")
+    return lines
+
+
+# --------------------------------------------------------------------------- one call
+
+@dataclass
+class Outcome:
+    """What an observer sees of one call: its result or exception, and its warnings."""
+
+    kind: str                     # "ok" or "error"
+    value: tuple                  # ("ok") released numbers; ("error") (type name, message)
+    warnings: tuple = ()          # ((category name, message), ...), in order
+    result: object = field(default=None, repr=False)
+
+    def describe(self):
+        w = "".join(f"\n      warning {c}: {m}" for c, m in self.warnings)
+        if self.kind == "error":
+            return f"raised {self.value[0]}: {self.value[1]}{w}"
+        return f"returned {self.value}{w}"
+
+
+def _numbers(result):
+    """The released numbers of a result (statistic, p-value), or the result itself."""
+    if hasattr(result, "statistic") and hasattr(result, "pvalue"):
+        return (result.statistic, result.pvalue)
+    if isinstance(result, tuple):
+        return result
+    return (result,)
+
+
+def run_recorded(fn, *, released=_numbers):
+    """Call ``fn()`` and return its :class:`Outcome`.
+
+    Warnings are recorded with every filter set to "always" and numpy's
+    floating-point error handling at its defaults, so a warning the library
+    lets out is seen however the surrounding test session is configured.
+    ``SystemExit`` (the CLI's way of failing) counts as an error.
+    """
+    with warnings.catch_warnings(record=True) as caught, \
+            np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
+        warnings.simplefilter("always")
+        try:
+            result = fn()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the harness compares any failure
+            return Outcome("error", (type(exc).__name__, str(exc)),
+                           tuple((w.category.__name__, str(w.message)) for w in caught))
+    return Outcome("ok", tuple(released(result)),
+                   tuple((w.category.__name__, str(w.message)) for w in caught), result)
+
+
+def all_finite(values):
+    try:
+        return all(math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def assert_indistinguishable(a, b, context=""):
+    """Both calls finite, or the same exception and message; the same warnings."""
+    where = f"\n  case: {context}" if context else ""
+    detail = f"\n  first neighbour  {a.describe()}\n  second neighbour {b.describe()}{where}"
+    assert a.kind == b.kind, "one neighbour raised and the other did not:" + detail
+    if a.kind == "error":
+        assert a.value == b.value, "the neighbours raised different errors:" + detail
+    else:
+        assert all_finite(a.value) and all_finite(b.value), \
+            "a release is not finite on one of the neighbours:" + detail
+    assert a.warnings == b.warnings, "the neighbours gave different warnings:" + detail
+
+
+# --------------------------------------------------------------------------- values
+
+#: the extremes of float64 an adversary would try (all finite)
+EXTREMES = (1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308,
+            5e-324, -5e-324, 2.2250738585072014e-308, 0.0, -0.0, 1e154, -1e154,
+            1e-300, 710.0, 800.0, -800.0, 1e16, 3.0e5)
+
+extreme = st.sampled_from(EXTREMES)
+ordinary = st.floats(-6.0, 6.0, allow_nan=False, allow_infinity=False)
+any_finite = st.floats(allow_nan=False, allow_infinity=False)
+#: a replacement value: ordinary, an extreme of float64, or any finite float
+value = st.one_of(ordinary, extreme, any_finite)
+
+BASE_KINDS = ("normal", "normal", "integers", "duplicated", "all equal", "with extremes")
+ROW_KINDS = ("arbitrary", "arbitrary", "extreme", "far away", "duplicate of another row",
+             "ordinary")
+
+
+def _base(kind, n, cols, seed, draw):
+    rng = np.random.default_rng(seed)
+    if kind == "normal":
+        return rng.normal(size=(n, cols))
+    if kind == "integers":
+        return rng.integers(-2, 3, size=(n, cols)).astype(np.float64)
+    if kind == "duplicated":
+        a = rng.normal(size=((n + 1) // 2, cols))
+        return np.repeat(a, 2, axis=0)[:n].copy()
+    if kind == "all equal":
+        row = np.array([draw(value) for _ in range(cols)])
+        return np.tile(row, (n, 1))
+    a = rng.normal(size=(n, cols))                 # "with extremes"
+    mask = rng.random(size=a.shape) < 0.15
+    a[mask] = rng.choice(np.array(EXTREMES), size=int(mask.sum()))
+    return a
+
+
+def _row(kind, cols, base, draw):
+    """A replacement row of ``cols`` values for a data block ``base`` (n, cols)."""
+    if kind == "arbitrary":
+        return np.array([draw(value) for _ in range(cols)])
+    if kind == "extreme":
+        return np.array([draw(extreme) for _ in range(cols)])
+    if kind == "far away":
+        sign = draw(st.sampled_from((1.0, -1.0)))
+        return np.full(cols, sign * draw(st.sampled_from((1e308, 1.7976931348623157e308, 1e154))))
+    if kind == "duplicate of another row":
+        return base[draw(st.integers(0, base.shape[0] - 1))].copy()
+    return np.array([draw(ordinary) for _ in range(cols)])
+
+
+@dataclass
+class Pair:
+    """Two neighbouring data sets: blocks ``a[name]`` and ``b[name]`` differ in row ``i`` only."""
+
+    a: dict
+    b: dict
+    i: int
+    note: str
+
+    def __repr__(self):  # what hypothesis prints for a falsifying example
+        with np.printoptions(precision=17, threshold=200):
+            blocks = "; ".join(f"{k}: row {self.i} {self.a[k][self.i].tolist()} -> "
+                               f"{self.b[k][self.i].tolist()}" for k in self.a)
+        return f"Pair(n={len(next(iter(self.a.values())))}, {self.note}; {blocks})"
+
+
+@st.composite
+def neighbours(draw, *, min_n, max_n, shapes, replaced=None):
+    """A neighbouring pair of data sets.
+
+    ``shapes`` maps a block name ("x", "y", "z", ...) to its number of columns
+    (an int, or a strategy of ints); every block has n rows.  ``replaced``
+    names the blocks whose row i is replaced (default: all of them, the
+    package's neighbour relation); the others are identical in both.
+    """
+    n = draw(st.integers(min_n, max_n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    i = draw(st.integers(0, n - 1))
+    a, b, notes = {}, {}, []
+    for k, (name, cols) in enumerate(shapes.items()):
+        cols = draw(cols) if isinstance(cols, st.SearchStrategy) else cols
+        kind = draw(st.sampled_from(BASE_KINDS))
+        base = _base(kind, n, cols, seed + k, draw)
+        a[name] = base
+        new = base.copy()
+        if replaced is None or name in replaced:
+            rkind = draw(st.sampled_from(ROW_KINDS))
+            new[i] = _row(rkind, cols, base, draw)
+            notes.append(f"{name}: {kind} base, {rkind} row")
+        else:
+            notes.append(f"{name}: {kind} base, fixed")
+        b[name] = new
+    if draw(st.booleans()):   # sometimes swap, so that the extreme row is in the first call
+        a, b = b, a
+    return Pair(a, b, i, ", ".join(notes))
+
+
+def vec(block):
+    """An (n, 1) block as a 1-D vector; wider blocks unchanged."""
+    return block[:, 0] if block.shape[1] == 1 else block
+
+
+# --------------------------------------------------------------------------- sensitivity
+
+def l1_ratio(prod_a, prod_b, sensitivity):
+    """||prod_a - prod_b||_1 / sensitivity (nan when a product is not finite)."""
+    d = np.abs(np.asarray(prod_a, dtype=np.float64) - np.asarray(prod_b, dtype=np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = float(np.sum(d))
+    return total / sensitivity
+
+
+def linf_ratio(stats_a, stats_b, sensitivity):
+    d = np.abs(np.asarray(stats_a, dtype=np.float64) - np.asarray(stats_b, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        return float(np.max(d)) / sensitivity
+
+
+def within(ratio, slack=1e-9):
+    """True when ``ratio`` (change / sensitivity) is a number <= 1 + slack (nan fails)."""
+    return ratio <= 1.0 + slack
