@@ -8,9 +8,10 @@ quantiles and releases
 * a **centre** per column: the private median;
 * a **bound** per column: a private upper quantile (``bound_quantile``) of
   ``|x - centre|``, computed after the centre is released;
-* a **scale** per column of Z (:func:`private_scale`): 1.4826 times the private
-  median absolute deviation from the private median, so that ``kernel_sigma``
-  means the same thing whatever the units of Z.
+* a **scale** per column of Z (:func:`private_scale`): the private median of
+  the differences |z_i - z_{i + n/2}| of paired rows, divided by 0.9539 (the
+  standard deviation for Gaussian data), so that ``kernel_sigma`` means the
+  same thing whatever the units of Z.
 
 Each quantity is one release of OpenDP's quantile mechanism
 (``make_private_quantile``, an exponential mechanism over a public grid of
@@ -21,9 +22,15 @@ quantities (columns x {centre, bound}); the result says how.
 The candidates are public: by default 0 and +-10^(k / points_per_decade) for
 exponents from -6 to 9 (``points_per_decade=1000``, a relative spacing of
 0.23%, 30,003 candidates) for centres, and 10^(k / 50) from 10^-6 to 10^9 for
-bounds (a relative spacing of 4.7%; a bound needs only its order of
-magnitude).  A public range, where one is known, replaces the grid by 10,001
-equally spaced points inside it.
+bounds and scales (a relative spacing of 4.7%; a bound needs only its order
+of magnitude).  A public range, where one is known, replaces the grid by
+10,001 equally spaced points inside it.  A quantile can only be as good as
+the candidates inside the data: the centre grid has candidates within every
+column whose |mean| / sd is below about 800 (0.23% of the mean is then less
+than 2 sd); beyond that, give a public range.  And the scores of a quantile
+span about n / 2 while the noise is of order (2 / epsilon) ln(#candidates):
+below n x epsilon-per-quantile of about 60 the release is close to a uniform
+draw among the candidates (:class:`UnreliableQuantileWarning`).
 
 Randomness: ``rng=None`` (default) uses OpenDP's hardened sampler.  A seed or
 Generator selects a numpy implementation of the same exponential mechanism
@@ -63,7 +70,7 @@ import numpy as np
 from . import _validation as V
 
 __all__ = ["ReleasedParameters", "candidate_grid", "private_quantile", "private_bounds",
-           "private_scale", "DEFAULT_BOUND_QUANTILE", "MAD_TO_SD"]
+           "private_scale", "UnreliableQuantileWarning", "DEFAULT_BOUND_QUANTILE", "MAD_TO_SD"]
 
 DEFAULT_BOUND_QUANTILE = 0.8
 MAD_TO_SD = 1.482602218505602  # 1 / Phi^-1(3/4): the MAD of N(0, s^2) is s / 1.4826
@@ -72,6 +79,10 @@ _BOUND_POINTS_PER_DECADE = 50
 _MIN_EXPONENT, _MAX_EXPONENT = -6, 9
 _RANGE_POINTS = 10001
 _TAIL_MARGIN = 5.0
+# The score of a quantile ranges over about n / 2 while the Gumbel noise has scale
+# 2 / epsilon and its maximum over C candidates about (2 / epsilon) ln C: below
+# n epsilon = 4 (ln 30003 + 5) ~ 60 the noise swamps the scores.
+_UNRELIABLE_N_EPS = 60.0
 
 
 # --------------------------------------------------------------------------- grids
@@ -295,8 +306,7 @@ class ReleasedParameters:
     bound : tuple of float or None
         Per column: the private ``bound_quantile`` of ``|x - center|``.
     scale : tuple of float or None
-        Per column (:func:`private_scale`): 1.4826 x the private median of
-        ``|z - center|``.
+        Per column (:func:`private_scale`): a private standard deviation.
     epsilon : float
         Total epsilon spent (the sum over the released quantities).
     epsilon_each : float
@@ -342,6 +352,21 @@ class ReleasedParameters:
         return (d - np.asarray(self.center)) / np.asarray(self.scale)
 
 
+class UnreliableQuantileWarning(UserWarning):
+    """n x epsilon is too small for the private quantiles to be informative."""
+
+
+def _warn_if_unreliable(n, epsilon_each):
+    # public numbers only (n and the epsilon of one quantile)
+    if n * epsilon_each < _UNRELIABLE_N_EPS:
+        import warnings
+        warnings.warn(f"n x epsilon per quantile = {n * epsilon_each:.3g} is below "
+                      f"{_UNRELIABLE_N_EPS:g}: the private quantiles are close to a uniform draw "
+                      "among the candidates and the released centres, bounds or scales may be "
+                      "far off (the guarantee is unaffected).  Spend more epsilon on them, or "
+                      "give a public range.", UnreliableQuantileWarning, stacklevel=3)
+
+
 def _split(epsilon, k):
     """The largest float e with k * e <= epsilon in exact arithmetic."""
     e = epsilon / k
@@ -357,9 +382,8 @@ def _effective_bound_quantile(bound_quantile, n, epsilon_each, n_candidates):
 
 
 def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, ranges,
-                     bound_quantile, rng, scale_mode=False,
-                     center_ppd=_CENTER_POINTS_PER_DECADE):
-    """Release centres and bounds (or scales) of the columns of ``cols`` (list of (n,) arrays).
+                     bound_quantile, rng):
+    """Release centres and bounds of the columns of ``cols`` (list of (n,) arrays).
 
     The budget is split equally among the released quantities; each column's
     centre is released before its bound, which uses |x - released centre|.
@@ -368,12 +392,13 @@ def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, r
     if k == 0:
         raise ValueError("nothing to release: no centre and no bound was requested.")
     e = _split(epsilon, k)
+    _warn_if_unreliable(cols[0].size, e)
     centers, bounds_, released, spent, q_used = [], [], [], 0.0, None
     for j, col in enumerate(cols):
         n = col.size
         c = float(given_centers[j])
         if want_center[j]:
-            grid = candidate_grid(ranges[j], points_per_decade=center_ppd)
+            grid = candidate_grid(ranges[j])
             c, s = _quantile(col, 0.5, e, grid, rng)
             spent += s
             released.append(f"center[{j}]")
@@ -382,11 +407,11 @@ def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, r
             r = ranges[j]
             grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
                                   points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
-            q = 0.5 if scale_mode else _effective_bound_quantile(bound_quantile, n, e, grid.size)
+            q = _effective_bound_quantile(bound_quantile, n, e, grid.size)
             b, s = _quantile(np.abs(col - c), q, e, grid, rng)
             spent += s
-            released.append(("scale" if scale_mode else "bound") + f"[{j}]")
-            bounds_.append(b * MAD_TO_SD if scale_mode else b)
+            released.append(f"bound[{j}]")
+            bounds_.append(b)
             q_used = q if q_used is None else min(q_used, q)
         else:
             bounds_.append(None)
@@ -489,60 +514,79 @@ def private_bounds(x, *, epsilon, center=True, bound=True, bound_quantile=DEFAUL
 
 
 def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
-    """Private centre and scale of each column of Z, so that ``kernel_sigma`` is unit-free.
+    """Private scale of each column of Z, so that ``kernel_sigma`` is unit-free.
 
-    The centre is the private median and the scale 1.4826 times the private
-    median of ``|z - centre|`` (the MAD, which equals the standard deviation
-    for Gaussian data).  Both use the coarse grid (50 candidates per decade,
-    a relative spacing of 4.7%): the kernel is translation-invariant, so the
-    centre only serves the MAD, and a scale needs only its order of magnitude.  ``rel.transform(z)`` returns (z - centre) / scale;
-    a Gaussian kernel exp(-kernel_sigma ||z - z'||^2) on the transformed Z
-    then has a bandwidth in units of the spread of each column.  The kernel
-    has k(z, z) = 1 whatever the scaling, so the sensitivity of the private
-    tests is unchanged; the scale is a released value (post-processing) and
-    its epsilon adds to the test's.
+    The rows are paired by position (row i with row i + floor(n / 2), a
+    data-independent pairing) and the scale of a column is the private median
+    of the n / 2 absolute differences |z_i - z_{i + n/2}|, divided by
+    sqrt(2) Phi^-1(3/4) = 0.9539 (so it equals the standard deviation for
+    Gaussian data).  Differences need no centre, so each column costs one
+    quantile and the estimate does not depend on where the column sits:
+    a centre would be needed only for a location, and the Gaussian kernel
+    is translation-invariant.  ``rel.transform(z)`` returns z / scale.
+
+    A Gaussian kernel exp(-kernel_sigma ||z - z'||^2) on the transformed Z
+    has a bandwidth in units of the spread of each column; it still has
+    k(z, z) = 1, so the sensitivity of the private tests is unchanged, and
+    the scales are released values whose epsilon adds to the test's.
 
     Parameters
     ----------
-    z : array-like (n,) or (n, d)
+    z : array-like (n,) or (n, d), n >= 2
     epsilon : float
-        Split equally among the 2 d released quantities.
-    public_range, rng, budget
+        Split equally among the d columns.
+    public_range : (lower, upper), a pair per column, or None
+        Known ranges: the candidates become 10,000 equally spaced points in
+        (0, upper - lower].  None: 10^-6 .. 10^9, 50 per decade (4.7% apart).
+    rng, budget
         As in :func:`private_bounds`.
 
     Returns
     -------
     ReleasedParameters
-        ``center`` and ``scale`` per column.
+        ``scale`` per column (``center`` is 0: Z is not shifted).
+
+    Notes
+    -----
+    Replacing one row changes one of the n / 2 differences, a symmetric
+    distance of 2 on a vector of known size; each column's quantile is
+    epsilon / d-DP for it, and the columns compose sequentially.
 
     Examples
     --------
     >>> import numpy as np
     >>> from privci import bounds
-    >>> z = np.random.default_rng(1).normal(0, 300, size=(4000, 2))
+    >>> z = np.random.default_rng(1).normal([0, -2000], [300, 0.5], size=(4000, 2))
     >>> rel = bounds.private_scale(z, epsilon=1.0, rng=7)   # seeded: not hardened
-    >>> [round(s / 300, 1) for s in rel.scale], rel.hardened
+    >>> [round(s / sd, 1) for s, sd in zip(rel.scale, (300, 0.5))], rel.hardened
     ([1.0, 1.0], False)
     >>> rel.transform(z).std(axis=0).round(1).tolist()
     [1.0, 1.0]
     """
-    za = V.as_data(z, "z", min_rows=1)
+    za = V.as_data(z, "z", min_rows=2)
     eps = V.positive_finite(epsilon, "epsilon")
     d = za.shape[1]
     ranges = _column_ranges(public_range, "public_range", d)
     user_rng = None if rng is None else V.check_rng(rng)
     from .budget import _charge
     _charge(budget, eps, test="private_scale", details=f"{d} column(s) of z")
-    centers, scales, released, spent, e, _ = _release_columns(
-        [za[:, j] for j in range(d)], epsilon=eps, want_center=[True] * d,
-        want_bound=[True] * d, given_centers=np.zeros(d), ranges=ranges,
-        bound_quantile=0.5, rng=user_rng, scale_mode=True,
-        center_ppd=_BOUND_POINTS_PER_DECADE)
+    e = _split(eps, d)
+    h = za.shape[0] // 2
+    _warn_if_unreliable(h, e)
+    scales, spent = [], 0.0
+    for j in range(d):
+        r = ranges[j]
+        grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
+                              points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
+        diffs = np.abs(za[:h, j] - za[h:2 * h, j])
+        v, sp = _quantile(diffs, 0.5, e, grid, user_rng)
+        scales.append(v * MAD_TO_SD / math.sqrt(2.0))
+        spent += sp
     return ReleasedParameters(
-        center=tuple(centers), bound=None, scale=tuple(scales), epsilon=spent, epsilon_each=e,
-        released=released, bound_quantile=None,
+        center=(0.0,) * d, bound=None, scale=tuple(scales), epsilon=spent, epsilon_each=e,
+        released=tuple(f"scale[{j}]" for j in range(d)), bound_quantile=None,
         mechanism=_MECH_OPENDP if user_rng is None else _MECH_NUMPY, hardened=user_rng is None,
-        guarantee=_guarantee(eps, len(released), e, "centres and scales"),
+        guarantee=_guarantee(eps, d, e, "scales"),
         caveats=() if user_rng is None else (_NOT_HARDENED,))
 
 

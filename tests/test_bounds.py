@@ -1,0 +1,279 @@
+"""privci.bounds: private centres, bounds and Z scales (issue 15)."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import privci
+from privci import bounds
+from privci.budget import BudgetExceededError, PrivacyBudget
+
+
+# --------------------------------------------------------------------------- grids
+
+def test_default_grid_spans_many_orders_of_magnitude():
+    g = bounds.candidate_grid()
+    assert np.all(np.diff(g) > 0)
+    assert 0.0 in g and g[0] == -1e9 and g[-1] == 1e9
+    pos = g[g > 0]
+    assert pos[0] == pytest.approx(1e-6)
+    # relative spacing 10^(1/1000) - 1 = 0.23%
+    assert np.max(pos[1:] / pos[:-1]) == pytest.approx(10 ** 0.001)
+
+
+def test_public_range_grid_is_linear_inside_the_range():
+    g = bounds.candidate_grid((-3.0, 7.0))
+    assert g[0] == -3.0 and g[-1] == 7.0 and g.size == 10001
+    assert np.allclose(np.diff(g), 0.001)
+    gp = bounds.candidate_grid((-3.0, 7.0), positive=True)
+    assert gp[0] > 0 and gp[-1] == pytest.approx(10.0)
+
+
+# --------------------------------------------------------------------------- validation
+
+BAD = [
+    (lambda: bounds.private_quantile([1.0, 2.0], 0.5, epsilon=-1.0), ValueError, "epsilon"),
+    (lambda: bounds.private_quantile([1.0, 2.0], 1.5, epsilon=1.0), ValueError, "alpha"),
+    (lambda: bounds.private_quantile([1.0, 2.0], "half", epsilon=1.0), TypeError, "alpha"),
+    (lambda: bounds.private_quantile(np.ones((3, 2)), 0.5, epsilon=1.0), ValueError, "one column"),
+    (lambda: bounds.private_quantile([1.0, np.nan], 0.5, epsilon=1.0), ValueError, "values"),
+    (lambda: bounds.private_quantile([1.0, 2.0], 0.5, epsilon=1.0, candidates=[]), ValueError,
+     "candidates"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, bound_quantile=1.0), ValueError,
+     "bound_quantile"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, bound_quantile=0.3), ValueError,
+     "bound_quantile"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, bound="yes"), TypeError, "bound"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, public_range=(3, 1)), ValueError,
+     "public_range"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, public_range="wide"), TypeError,
+     "public_range"),
+    (lambda: bounds.private_bounds(np.ones((4, 2)), epsilon=1.0,
+                                   public_range=[(0, 1), (0, 1), (0, 1)]), ValueError,
+     "public_range"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, center=[0.0, 1.0]), ValueError,
+     "center"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, center=0.0, bound=False), ValueError,
+     "nothing to release"),
+    (lambda: bounds.private_bounds([1.0, 2.0], epsilon=1.0, budget=3), TypeError, "budget"),
+    (lambda: bounds.candidate_grid(points_per_decade=0), ValueError, "points_per_decade"),
+    (lambda: bounds.private_scale([[1.0, 2.0], [3.0, 4.0]], epsilon=0.0), ValueError, "epsilon"),
+]
+
+
+@pytest.mark.parametrize("call, exc, match", BAD)
+def test_bad_inputs_raise_clear_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_errors_do_not_echo_private_values():
+    x = np.array([123.456789, 2.0, np.inf])
+    with pytest.raises(ValueError) as info:
+        bounds.private_bounds(x, epsilon=1.0)
+    assert "123.45" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- the mechanism
+
+def _scores(values, alpha, candidates):
+    """The numpy path's scores (the same formula as bounds._numpy_quantile)."""
+    xs = np.sort(values)
+    lt = np.searchsorted(xs, candidates, side="left")
+    le = np.searchsorted(xs, candidates, side="right")
+    t = alpha * xs.size
+    return -np.maximum(0.0, np.maximum(lt - t, t - le))
+
+
+def test_numpy_scores_have_sensitivity_one_and_the_selection_is_epsilon_dp():
+    # Gumbel-max with scale 2/eps samples softmax(eps * u / 2): the exact selection
+    # probabilities of neighbouring data sets must differ by a factor of at most e^eps.
+    rng = np.random.default_rng(11)
+    cands = bounds.candidate_grid(points_per_decade=20, min_exponent=-2, max_exponent=3)
+    eps = 0.7
+    worst_u, worst_log = 0.0, 0.0
+    for trial in range(200):
+        x = rng.normal(rng.uniform(-5, 5), rng.uniform(0.1, 10), size=rng.integers(2, 40))
+        x2 = x.copy()
+        x2[rng.integers(x.size)] = rng.choice([1e3, -1e3, 0.0, rng.normal()])
+        for alpha in (0.5, 0.8, 0.99):
+            u, u2 = _scores(x, alpha, cands), _scores(x2, alpha, cands)
+            worst_u = max(worst_u, np.max(np.abs(u - u2)))
+            lp = eps * u / 2 - np.logaddexp.reduce(eps * u / 2)
+            lp2 = eps * u2 / 2 - np.logaddexp.reduce(eps * u2 / 2)
+            worst_log = max(worst_log, np.max(np.abs(lp - lp2)))
+    assert worst_u <= 1.0 + 1e-12
+    assert worst_log <= eps + 1e-9
+
+
+def test_numpy_path_uses_the_documented_scores():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=50)
+    cands = np.linspace(-3, 3, 61)
+    # with a huge epsilon the mechanism returns the best-scoring candidate
+    got = bounds._numpy_quantile(x, 0.5, 1e9, cands, np.random.default_rng(0))
+    assert got == cands[np.argmax(_scores(x, 0.5, cands))]
+
+
+@pytest.mark.parametrize("rng", [None, 5])
+def test_private_median_is_accurate(rng):
+    # n = 5000, epsilon = 1: the selected rank is within a few of n/2; a failure of
+    # |m - 50| < 0.3 (0.3 sd, i.e. the 38th-62nd percentile) has probability < 1e-12.
+    x = np.random.default_rng(0).normal(50, 1, size=5000)
+    m = bounds.private_quantile(x, 0.5, epsilon=1.0, rng=rng)
+    assert abs(m - 50) < 0.3
+    assert m in bounds.candidate_grid()
+
+
+def test_seeded_path_is_reproducible_and_hardened_path_is_labelled():
+    x = np.random.default_rng(1).normal(size=(300, 2))
+    a = bounds.private_bounds(x, epsilon=1.0, rng=9)
+    b = bounds.private_bounds(x, epsilon=1.0, rng=9)
+    assert a == b
+    assert not a.hardened and "not hardened" in a.mechanism and a.caveats
+    h = bounds.private_bounds(x, epsilon=1.0)
+    assert h.hardened and "OpenDP" in h.mechanism and h.caveats == ()
+
+
+# --------------------------------------------------------------------------- bounds
+
+def test_private_bounds_release_centre_then_bound_and_compose():
+    rng = np.random.default_rng(2)
+    x = np.column_stack([rng.normal(50, 2, 20000), rng.normal(-3, 0.01, 20000)])
+    rel = bounds.private_bounds(x, epsilon=0.8, rng=4)
+    assert rel.released == ("center[0]", "bound[0]", "center[1]", "bound[1]")
+    assert rel.epsilon_each == 0.2
+    assert Fraction(rel.epsilon_each) * 4 <= Fraction(0.8) and rel.epsilon <= 0.8
+    assert rel.center[0] == pytest.approx(50, abs=0.2)
+    assert rel.center[1] == pytest.approx(-3, abs=0.01)
+    # 0.8 quantile of |N(0, s^2)| is 1.2816 s; the bound grid has a 4.7% spacing
+    assert rel.bound[0] == pytest.approx(1.2816 * 2, rel=0.1)
+    assert rel.bound[1] == pytest.approx(1.2816 * 0.01, rel=0.1)
+    assert rel.bound_quantile == 0.8
+    rec = rel.as_record()
+    assert rec["center"] == rel.center and rec["epsilon"] == rel.epsilon
+
+
+def test_public_centre_releases_only_the_bound():
+    x = np.random.default_rng(3).normal(0, 1, 5000)
+    rel = bounds.private_bounds(x, epsilon=0.5, center=0.0, bound_quantile=0.9, rng=1)
+    assert rel.released == ("bound[0]",) and rel.center == (0.0,)
+    assert rel.epsilon_each == 0.5
+    assert rel.bound[0] == pytest.approx(1.645, rel=0.1)
+
+
+def test_public_range_keeps_the_release_inside_it():
+    x = np.random.default_rng(4).uniform(100, 550, 3000)
+    rel = bounds.private_bounds(x, epsilon=1.0, public_range=(100, 550), rng=2)
+    assert 100 <= rel.center[0] <= 550 and 0 < rel.bound[0] <= 450
+    assert rel.center[0] == pytest.approx(325, abs=15)
+
+
+def test_small_n_epsilon_caps_the_upper_quantile_with_public_numbers_only():
+    q = bounds._effective_bound_quantile(0.99, 100, 0.1, 751)
+    assert q == 0.5
+    q = bounds._effective_bound_quantile(0.99, 10**6, 1.0, 751)
+    assert q == 0.99
+    q = bounds._effective_bound_quantile(0.95, 1000, 0.25, 751)
+    assert q == pytest.approx(1 - 2 * (math.log(751) + 5) / 250)
+
+
+def test_no_absurd_bound_at_moderate_n():
+    # n = 1000, epsilon 0.1 per quantity (n eps = 100): the cap lowers 0.99 to about 0.77
+    # and keeps the bound near the data, where an uncapped 0.99 quantile (score gap of
+    # 10 x 0.1 / 2 = 0.5 nats against ~400 tied candidates above the data) would pick a
+    # candidate far beyond it most of the time.
+    rng = np.random.default_rng(5)
+    worst = max(bounds.private_bounds(rng.normal(size=1000), epsilon=0.2, bound_quantile=0.99,
+                                      rng=s).bound[0] for s in range(50))
+    assert worst < 10
+
+
+def test_small_n_epsilon_warns_with_public_numbers_only():
+    x = np.random.default_rng(5).normal(size=200) * 1234.5
+    with pytest.warns(bounds.UnreliableQuantileWarning, match="n x epsilon") as rec:
+        bounds.private_bounds(x, epsilon=0.2, rng=1)
+    assert "1234" not in str(rec[0].message)
+
+
+@pytest.mark.parametrize("rng", [None, 7])
+def test_private_scale_standardises_z_wherever_it_sits(rng):
+    z = np.random.default_rng(1).normal([10, -2e6], [300, 0.5], size=(4000, 2))
+    rel = bounds.private_scale(z, epsilon=1.0, rng=rng)
+    assert rel.released == ("scale[0]", "scale[1]") and rel.epsilon_each == 0.5
+    assert rel.scale[0] == pytest.approx(300, rel=0.12)
+    assert rel.scale[1] == pytest.approx(0.5, rel=0.12)
+    t = rel.transform(z)
+    assert np.allclose(t.std(axis=0), 1.0, atol=0.15)
+    with pytest.raises(ValueError, match="columns"):
+        rel.transform(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="scales"):
+        bounds.private_bounds(z, epsilon=1.0, rng=1).transform(z)
+
+
+def test_budget_is_charged_first_and_refuses_overspending():
+    b = PrivacyBudget(1.0)
+    x = np.random.default_rng(6).normal(size=500)
+    bounds.private_bounds(x, epsilon=0.6, budget=b, rng=1)
+    with pytest.raises(BudgetExceededError):
+        bounds.private_bounds(x, epsilon=0.6, budget=b, rng=1)
+
+
+# --------------------------------------------------------------------------- for the lead
+
+def test_auto_public_parameters_for_the_tests():
+    d = privci.simulate.paper_data(10_000, beta=1.0, rng=0)
+    r = bounds._auto_public_parameters(d.x + 50, d.y - 50, epsilon=0.4, rng=1)
+    assert r["released"] == ("x_center[0]", "x_bound[0]", "y_center[0]", "y_bound[0]")
+    assert r["x_center"][0] == pytest.approx(50, abs=0.2)
+    assert r["y_center"][0] == pytest.approx(-50, abs=0.2)
+    assert r["epsilon"] <= 0.4 and r["epsilon_each"] == 0.1 and not r["hardened"]
+    assert r["x_bound"].shape == (1,) and 0.8 < r["x_bound"][0] < 2.0
+    # PrivCRT: a bound on |x - E[X|Z]| around the public centre 0, and y's centre + bound
+    resid = d.x - d.model_x.conditional_mean(d.z)
+    r2 = bounds._auto_public_parameters(resid, d.y, epsilon=0.3, want_center=(False, True))
+    assert r2["x_center"] is None and r2["released"] == ("x_bound[0]", "y_center[0]",
+                                                         "y_bound[0]")
+    assert r2["x_bound"][0] == pytest.approx(1.2816, rel=0.1) and r2["hardened"]
+    with pytest.warns(bounds.UnreliableQuantileWarning):
+        r3 = bounds._auto_public_parameters(np.ones((10, 2)), np.ones(10), epsilon=1.0,
+                                            want_center=(False, False), want_bound=(True, False))
+    assert r3["released"] == ("x_bound[0]", "x_bound[1]") and r3["y_bound"] is None
+
+
+def test_auto_parameters_feed_privgcm_with_sequential_composition():
+    d = privci.simulate.paper_data(2000, beta=0.0, rng=3)
+    r = bounds._auto_public_parameters(d.x, d.y, epsilon=0.2, rng=2)
+    res = privci.privgcm(d.x, d.y, d.z, epsilon=0.8, x_bound=r["x_bound"], y_bound=r["y_bound"],
+                         x_center=r["x_center"], y_center=r["y_center"], rng=4)
+    assert 0 <= res.pvalue <= 1
+    assert res.privacy.bounds["x_center"] == tuple(r["x_center"].tolist())
+
+
+# --------------------------------------------------------------------------- level (slow)
+
+def _level(shift, d, n, epsilon, reps, seed):
+    rej = 0
+    kw = {"ridge_lambda": 5.0, "kernel_sigma": 0.5}
+    for rep in range(reps):
+        ss = np.random.SeedSequence([seed, rep])
+        s1, s2, s3 = ss.spawn(3)
+        dat = privci.simulate.paper_data(n, d=d, beta=0.0, rng=s1)
+        x, y = dat.x + shift, dat.y + shift
+        r = bounds._auto_public_parameters(x, y, epsilon=0.1 * epsilon, rng=s2)
+        res = privci.privgcm(x, y, dat.z, epsilon=0.9 * epsilon, x_bound=r["x_bound"],
+                             y_bound=r["y_bound"], x_center=r["x_center"],
+                             y_center=r["y_center"], rng=s3, **kw)
+        rej += res.pvalue <= 0.05
+    return rej / reps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shift, d", [(0.0, 1), (0.0, 5), (50.0, 1)])
+def test_level_with_automatic_bounds(shift, d):
+    # 500 replications at n = 1000, epsilon = 8: a valid 5% test lands in [0.02, 0.08]
+    # with probability 0.9996 (binomial sd 0.0097).
+    rate = _level(shift, d, 1000, 8.0, 500, 15)
+    assert 0.02 <= rate <= 0.08, rate
