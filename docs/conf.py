@@ -14,7 +14,15 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(HERE, "_ext"))
 
+import importlib.util  # noqa: E402
+
 import privci  # noqa: E402
+from privci_docs import MODULES  # noqa: E402
+
+# ``.. only:: privci_plan`` and the like: prose about a module that may not exist yet
+for _mod in MODULES:
+    if importlib.util.find_spec(f"privci.{_mod}") is not None:
+        tags.add(f"privci_{_mod}")  # noqa: F821 - injected by Sphinx
 
 project = "privci"
 author = "privci developers"

@@ -290,12 +290,12 @@ def api_pages():
             role = {"function": "func", "class": "class", "exception": "exc",
                     "data": "data"}[kind]
             out.append(f"   * - :{role}:`privci.{name}`")
-            out.append(f"     - {escape(_first_line(obj)) or chr(92) + ' '}")
+            out.append(f"     - {_escape_bars(_first_line(obj)) or chr(92) + ' '}")
         out.append("")
     out += [title("Modules", "-"), ".. list-table::", "   :widths: 30 70", ""]
     for full, m in modules:
         out.append(f"   * - :mod:`{full}`")
-        out.append(f"     - {escape(_first_line(m)) or chr(92) + ' '}")
+        out.append(f"     - {_escape_bars(_first_line(m)) or chr(92) + ' '}")
     out.append("")
     out += [".. toctree::", "   :hidden:", ""]
     out += [f"   /_generated/api/privci.{n}" for n in privci.__all__]
