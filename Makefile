@@ -1,6 +1,7 @@
 # One entry point for a fresh machine (Debian + Python 3.11, root):
 #   make demo   installs the package and runs the main job on the built-in examples
 #   make test   installs everything (R from Debian, two Python environments) and runs all tests
+#   make docs   builds the documentation site into docs/_build/html (Python environment only)
 #
 # Two environments, because Debian's reticulate 1.28 cannot load NumPy 2:
 #   .venv-r    numpy 1.26.4 + rpy2<3.6: the whole suite, R wrapper and rpy2 parity included
