@@ -141,11 +141,19 @@ def _gcm_power(n, eps, rho, sigma, C, k, alpha, mode):
         return float(stats.norm.sf(z - mu if mode == 1 else z + mu)), mu
     nc = n * rho / math.sqrt(n * sigma ** 2 + 2.0 * k * (C / eps) ** 2)
     df = k - 1
+
+    def upper(c, delta):
+        """P(T > c) for T noncentral t(df, delta)."""
+        v = float(stats.nct.sf(c, df, delta))
+        if not math.isfinite(v):  # scipy fails far in the tails: the normal approximation
+            v = float(stats.norm.sf((c - delta) / math.sqrt(1.0 + c * c / (2.0 * df))))
+        return min(1.0, max(0.0, v))
+
     if mode == 0:
         c = stats.t.isf(alpha / 2, df)
-        return float(stats.nct.sf(c, df, nc) + stats.nct.cdf(-c, df, nc)), nc
+        return min(1.0, upper(c, nc) + upper(c, -nc)), nc
     c = stats.t.isf(alpha, df)
-    return float(stats.nct.sf(c, df, nc if mode == 1 else -nc)), nc
+    return upper(c, nc if mode == 1 else -nc), nc
 
 
 def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):

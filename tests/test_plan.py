@@ -1,0 +1,148 @@
+"""privci.plan: the power planner (issue 15)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import privci
+from privci.plan import PowerPlan, plan
+
+GCM = dict(x_bound=4.0, y_bound=4.0, effect=0.1)
+
+
+BAD = [
+    (dict(test="gcm", n=100, epsilon=1.0), ValueError, "test"),
+    (dict(n=100), ValueError, "exactly two"),
+    (dict(n=100, epsilon=1.0, power=0.8), ValueError, "exactly two"),
+    (dict(n=1, epsilon=1.0), ValueError, "n"),
+    (dict(n=100, epsilon=-1.0), ValueError, "epsilon"),
+    (dict(n=100, power=1.5), ValueError, "power"),
+    (dict(n=100, epsilon=1.0, alpha=0.0), ValueError, "alpha"),
+    (dict(n=100, epsilon=1.0, alternative="both"), ValueError, "alternative"),
+    (dict(n=100, epsilon=1.0, sensitivity="loose"), ValueError, "sensitivity"),
+    (dict(n=100, epsilon=1.0, n_blocks="many"), ValueError, "n_blocks"),
+    (dict(n=100, epsilon=1.0, n_blocks=1), ValueError, "n_blocks"),
+    (dict(n=100, epsilon=1.0, effect_sd=0.0), ValueError, "effect_sd"),
+    (dict(test="privcrt", n=100, epsilon=1.0, n_resamples=9), ValueError, "cannot reject"),
+]
+
+
+@pytest.mark.parametrize("kw, exc, match", BAD)
+def test_bad_inputs(kw, exc, match):
+    args = {**GCM, **kw}
+    with pytest.raises(exc, match=match):
+        plan(**args)
+
+
+def test_effect_must_be_a_number():
+    with pytest.raises(TypeError, match="effect"):
+        plan(n=100, epsilon=1.0, effect="big")
+
+
+@pytest.mark.parametrize("blocks", [None, "auto", 50])
+def test_power_increases_with_n_epsilon_and_effect(blocks):
+    base = dict(n=5000, epsilon=1.0, x_bound=4.0, y_bound=4.0, effect=0.2, n_blocks=blocks)
+    p = plan(**base).power
+    assert plan(**{**base, "n": 20000}).power > p
+    assert plan(**{**base, "epsilon": 4.0}).power > p
+    assert plan(**{**base, "effect": 0.4}).power > p
+    assert plan(**{**base, "effect": 0.0}).power == pytest.approx(0.05)
+    assert plan(**{**base, "n": 10 ** 7}).power == pytest.approx(1.0)
+
+
+def test_null_has_level_alpha_for_every_alternative():
+    for alt in ("two-sided", "greater", "less"):
+        for blocks in (None, 20):
+            p = plan(n=1000, epsilon=1.0, effect=0.0, alternative=alt, n_blocks=blocks)
+            assert p.power == pytest.approx(0.05)
+    p = plan("privcrt", n=1000, epsilon=1.0, effect=0.0, x_bound=4, y_bound=4, n_mc=40000)
+    # under the null the ranks are exchangeable and the noisy selection is conservative
+    # (0.038 in figure 6's simulation at m = 19, epsilon = 2); Monte Carlo sd 0.0011
+    assert 0.025 <= p.power <= 0.053
+
+
+def test_one_sided_alternatives_follow_the_sign_of_the_effect():
+    g = plan(n=5000, epsilon=2.0, effect=0.3, x_bound=4, y_bound=4, alternative="greater")
+    l = plan(n=5000, epsilon=2.0, effect=0.3, x_bound=4, y_bound=4, alternative="less")
+    assert g.power > 0.5 > l.power
+
+
+def test_solved_n_is_the_smallest():
+    p = plan(epsilon=1.0, power=0.8, **GCM)
+    assert isinstance(p, PowerPlan) and p.solved_for == "n" and p.power >= 0.8
+    assert plan(n=p.n - 1, epsilon=1.0, **GCM).power < 0.8
+    p1 = plan(epsilon=1.0, power=0.8, n_blocks=None, **GCM)
+    assert plan(n=p1.n - 1, epsilon=1.0, n_blocks=None, **GCM).power < 0.8 <= p1.power
+
+
+def test_solved_epsilon_is_the_smallest_to_1e4():
+    p = plan(n=10_000, power=0.9, **GCM)
+    assert p.solved_for == "epsilon" and p.power >= 0.9
+    assert plan(n=10_000, epsilon=p.epsilon * (1 - 2e-4), **GCM).power < 0.9
+
+
+def test_unreachable_targets_say_so():
+    with pytest.raises(ValueError, match="out of reach at n"):
+        plan(n=50, power=0.99, **GCM)
+
+
+def test_normal_approximation_formula():
+    # Algorithm 1: mu = sqrt(n) rho / sqrt(sigma^2 + 2 (C/eps)^2)
+    p = plan(n=10_000, epsilon=2.0, effect=1.0, effect_sd=1.5, x_bound=2.0, y_bound=3.0,
+             n_blocks=None, sensitivity=10.0)
+    rho, sigma = 1 / 6, 1.5 / 6
+    mu = 100 * rho / math.sqrt(sigma ** 2 + 2 * 25)
+    assert p.noncentrality == pytest.approx(mu)
+    from scipy import stats
+    assert p.power == pytest.approx(stats.norm.sf(1.959964 - mu) + stats.norm.cdf(-1.959964 - mu),
+                                    abs=1e-6)
+
+
+def test_sensitivity_constants_come_from_the_package():
+    p = plan(n=1000, epsilon=1.0, sensitivity="paper", n_blocks=None, **GCM)
+    assert p.sensitivity == pytest.approx(11.729, abs=1e-3)
+    q = plan("privcrt", n=1000, epsilon=1.0, sensitivity="paper", **GCM)
+    assert q.sensitivity == pytest.approx(6.9466, abs=1e-4)
+
+
+# Agreement with the committed simulations (vignettes/results, 500 replications each,
+# RFF at n = 10^4; Wilson half-width about 0.04): the paper's Algorithm 1 and constant.
+
+@pytest.mark.parametrize("eps, observed", [(4.0, 0.202), (8.0, 0.58)])
+def test_agrees_with_figure_4_privgcm(eps, observed):
+    s = privci.simulate.paper_moments(2.0, 1.0)
+    p = plan(n=10_000, epsilon=eps, effect=1.0, x_bound=4 * s["sd_x"], y_bound=4 * s["sd_y"],
+             n_blocks=None, sensitivity="paper")
+    assert abs(p.power - observed) < 0.06
+
+
+@pytest.mark.parametrize("beta, observed", [(0.25, 0.12), (0.5, 0.326), (1.5, 0.792)])
+def test_agrees_with_figure_6_privcrt(beta, observed):
+    s = privci.simulate.paper_moments(2.0, beta)
+    p = plan("privcrt", n=1000, epsilon=2.0, effect=beta, x_residual_bound=4.0,
+             y_bound=4 * s["sd_y"], sensitivity="paper")
+    assert abs(p.power - observed) < 0.06
+
+
+@pytest.mark.slow
+def test_agrees_with_privgcm_blocks_simulation():
+    # PrivGCM with its defaults (20 blocks) at n = 2000, epsilon = 1, beta = 0.5: rho and
+    # sigma measured on 5 pilot data sets (public in a simulation); 300 replications,
+    # binomial sd <= 0.029, so |simulated - planned| < 0.1 fails by chance with
+    # probability < 0.001 if the approximation is right.
+    kw = {"ridge_lambda": 5.0, "kernel_sigma": 0.5}
+    prods = []
+    for r in range(5):
+        d = privci.simulate.paper_data(2000, beta=0.5, rng=1000 + r)
+        prods.append(privci.residual_products(d.x, d.y, d.z, x_bound=d.x_bound,
+                                              y_bound=d.y_bound, **kw).products)
+    prods = np.concatenate(prods)
+    p = plan(n=2000, epsilon=1.0, effect=prods.mean(), effect_sd=prods.std())
+    rej = 0
+    for r in range(300):
+        d = privci.simulate.paper_data(2000, beta=0.5, rng=r)
+        res = privci.privgcm(d.x, d.y, d.z, epsilon=1.0, x_bound=d.x_bound, y_bound=d.y_bound,
+                             rng=10_000 + r, **kw)
+        rej += res.pvalue <= 0.05
+    assert abs(rej / 300 - p.power) < 0.1, (rej / 300, p.power)
