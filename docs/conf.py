@@ -23,6 +23,14 @@ from privci_docs import MODULES  # noqa: E402
 for _mod in MODULES:
     if importlib.util.find_spec(f"privci.{_mod}") is not None:
         tags.add(f"privci_{_mod}")  # noqa: F821 - injected by Sphinx
+# the data-frame call form, once the public tests accept ``data=``
+try:
+    import inspect as _inspect
+
+    if "data" in _inspect.signature(privci.privgcm).parameters:
+        tags.add("privci_data_frames")  # noqa: F821
+except (TypeError, ValueError):  # pragma: no cover
+    pass
 
 project = "privci"
 author = "privci developers"
