@@ -62,6 +62,13 @@ install_privci <- function(envname = "r-privci", package = "privci", python = NU
   }
   requirements <- c(.pip_requirement(package), numpy, extra_packages)
 
+  # Python and pip run as child processes of R: without R's library directories
+  # in LD_LIBRARY_PATH, which can make a shared-library Python load another
+  # build's libpython (then its ssl module, and with it pip's downloads, fail).
+  old_ld <- Sys.getenv("LD_LIBRARY_PATH", unset = NA)
+  Sys.setenv(LD_LIBRARY_PATH = .ld_library_path_without_r(old_ld))
+  on.exit(if (is.na(old_ld)) Sys.unsetenv("LD_LIBRARY_PATH") else
+    Sys.setenv(LD_LIBRARY_PATH = old_ld), add = TRUE)
   if (new_env && reticulate::virtualenv_exists(envname)) {
     reticulate::virtualenv_remove(envname, confirm = FALSE)
   }
@@ -87,6 +94,31 @@ install_privci <- function(envname = "r-privci", package = "privci", python = NU
                   versions[1L], versions[2L], shQuote(envname), env_python))
   message(.after_install_hint(envname))
   invisible(env_python)
+}
+
+# LD_LIBRARY_PATH without the directories that R's start-up script
+# (R_HOME/etc/ldpaths) put in front of it.
+.ld_library_path_without_r <- function(current = Sys.getenv("LD_LIBRARY_PATH", unset = NA),
+                                       r_paths = .r_ld_library_path()) {
+  if (is.na(current)) {
+    return("")
+  }
+  entries <- strsplit(current, ":", fixed = TRUE)[[1L]]
+  drop <- strsplit(r_paths, ":", fixed = TRUE)[[1L]]
+  paste(entries[nzchar(entries) & !(entries %in% drop)], collapse = ":")
+}
+
+# R_LD_LIBRARY_PATH as R's start-up script computes it (R does not export it).
+.r_ld_library_path <- function(ldpaths = file.path(R.home("etc"), "ldpaths")) {
+  if (!file.exists(ldpaths)) {
+    return("")
+  }
+  script <- paste0(". ", shQuote(ldpaths), "; printf '%s' \"$R_LD_LIBRARY_PATH\"")
+  out <- tryCatch(suppressWarnings(system2(
+    "env", c("-u", "LD_LIBRARY_PATH", "-u", "R_LD_LIBRARY_PATH", "-u", "R_JAVA_LD_LIBRARY_PATH",
+             paste0("R_HOME=", shQuote(R.home())), "sh", "-c", shQuote(script)),
+    stdout = TRUE, stderr = FALSE)), error = function(e) character())
+  if (length(out) != 1L || !is.null(attr(out, "status"))) "" else out
 }
 
 # numpy < 2 for reticulate versions that cannot load numpy 2.

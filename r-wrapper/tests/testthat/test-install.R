@@ -27,6 +27,24 @@ test_that("install_privci checks its arguments before doing anything", {
                fixed = TRUE)
 })
 
+test_that("pip runs without R's library directories in LD_LIBRARY_PATH", {
+  r <- "/usr/lib/R/lib:/usr/lib/x86_64-linux-gnu"
+  expect_identical(privci:::.ld_library_path_without_r(r, r), "")
+  expect_identical(privci:::.ld_library_path_without_r(paste0(r, ":/opt/lib"), r), "/opt/lib")
+  expect_identical(privci:::.ld_library_path_without_r("/opt/lib", r), "/opt/lib")
+  expect_identical(privci:::.ld_library_path_without_r(NA, r), "")
+  expect_identical(privci:::.ld_library_path_without_r("/opt/lib", ""), "/opt/lib")
+  # R's own start-up paths, as its ldpaths script computes them, include R's lib directory
+  r_paths <- privci:::.r_ld_library_path()
+  if (file.exists(file.path(R.home("etc"), "ldpaths"))) {
+    expect_true(normalizePath(R.home("lib")) %in%
+                  normalizePath(strsplit(r_paths, ":", fixed = TRUE)[[1L]], mustWork = FALSE))
+    expect_false(R.home("lib") %in% strsplit(privci:::.ld_library_path_without_r(), ":")[[1L]])
+  } else {
+    expect_identical(r_paths, "")
+  }
+})
+
 test_that("a source path becomes an absolute path, a requirement stays as it is", {
   dir <- tempfile("checkout")
   dir.create(dir)
