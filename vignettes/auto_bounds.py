@@ -277,22 +277,21 @@ def plot(out, args):
     for ax, name in zip(axes[0], panels):
         t = out[name]
         if name == "quantile":
-            for b, g in t.groupby("beta"):
+            for (b, e), g in t.groupby(["beta", "epsilon"]):
                 lab = g["label"].tolist()
                 ax.errorbar(range(len(g)), g["rate"], yerr=[g["rate"] - g["lo"], g["hi"] - g["rate"]],
-                            marker="o", ls="-", label=f"beta = {b:g}")
+                            marker="o", ls="-", label=f"beta = {b:g}, eps = {e:g}")
                 ax.set_xticks(range(len(g)), [s.replace("auto, ", "") for s in lab],
                               rotation=45, fontsize=7)
-            ax.set_title("bound quantile (n = 10^4, eps = 8)", fontsize=9)
+            ax.axhline(0.05, color="grey", ls="--", lw=1)
+            ax.set_title(f"bound quantile (n = {t['n'].iloc[0]})", fontsize=9)
         elif name == "level":
-            t = t.reset_index(drop=True)
-            for lab, mk in (("PrivGCM, auto", "o"), ("PrivGCM, oracle 4 sd", "x")):
-                g = t[t["label"] == lab]
-                ax.errorbar(g.index // 2, g["rate"], yerr=[g["rate"] - g["lo"], g["hi"] - g["rate"]],
-                            marker=mk, ls="none", label=lab)
+            g = t[t["label"] == "PrivGCM, auto"].reset_index(drop=True)
+            ax.errorbar(g.index, g["rate"], yerr=[g["rate"] - g["lo"], g["hi"] - g["rate"]],
+                        marker="o", ls="none", label="PrivGCM, auto")
             ax.axhspan(0.02, 0.08, color="grey", alpha=0.15)
             ax.axhline(0.05, color="grey", ls="--", lw=1)
-            g = t[t["label"] == "PrivGCM, auto"]
+            ax.set_ylim(-0.01, 0.2)
             ax.set_xticks(range(len(g)), [f"{r.design[:5]} n={r.n} d={r.d} e={r.epsilon:g}"
                                           for r in g.itertuples()], rotation=60, fontsize=6)
             ax.set_title("level (beta = 0)", fontsize=9)
@@ -302,25 +301,29 @@ def plot(out, args):
                        linestyle="-" if "auto" in lab else ":")
             ax.set_xscale("log", base=2)
             ax.set_xlabel("total epsilon")
-            ax.set_title("power at n = 10^4 (same total epsilon)", fontsize=9)
+            ax.set_title(f"power at n = {t['n'].iloc[0]} (same total epsilon)", fontsize=9)
         else:
             import pandas as pd
             g = t.groupby(["n", "epsilon"], as_index=False)["rate"].mean()
-            for e, ge in g.groupby("epsilon"):
-                ax.plot(ge["n"], ge["rate"], marker="o", label=f"auto, eps = {e:g}")
             hand = os.path.join(U.HERE, "results", "fig5_summary.csv")
+            h = None
             if os.path.exists(hand):
                 h = pd.read_csv(hand)
                 h = h[h["label"] == "PrivGCM"].groupby(["n", "epsilon"], as_index=False)["rate"].mean()
-                for e, ge in h.groupby("epsilon"):
-                    ax.plot(ge["n"], ge["rate"], marker="x", ls=":", color="grey",
-                            label=f"hand-set ranges, eps = {e:g}" if e == h["epsilon"].max() else None)
+            for i, (e, ge) in enumerate(g.groupby("epsilon")):
+                col = f"C{i}"
+                ax.plot(ge["n"], ge["rate"], marker="o", color=col, label=f"auto, eps = {e:g}")
+                if h is not None:
+                    he = h[h["epsilon"] == e]
+                    ax.plot(he["n"], he["rate"], marker="x", ls=":", color=col,
+                            label=f"hand-set ranges, eps = {e:g}")
             if "concretenull" in out:
                 g0 = out["concretenull"].groupby("n", as_index=False)["rate"].mean()
                 ax.plot(g0["n"], g0["rate"], "v", color="tab:red", label="auto, permuted X")
             ax.set_xlabel("subsample size n")
             ax.set_title("Concrete: mean over the 8 features", fontsize=9)
-        ax.set_ylim(-0.02, 1.02)
+        if name != "level":
+            ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=6)
     axes[0, 0].set_ylabel("rejection rate")
     U.finish(fig, U.png_path(args, "auto_bounds"))
