@@ -193,6 +193,17 @@ def test_docstring_bars_are_escaped_outside_code():
     assert lines[7] == "after \\|c\\|"
 
 
+def test_unmatched_stars_are_escaped_and_emphasis_kept():
+    lines = ["*Level.*  rng=gen, **kwargs) and **bold** 2 * x, x*y, ``a*b``",
+             "**\\*\\*kwargs** : dict",
+             "* a **bound** per column, 2 * x"]
+    privci_docs.plain_text_math(None, "function", "f", None, {}, lines)
+    assert lines[0] == ("*Level.*  rng=gen, \\*\\*kwargs) and **bold** 2 \\* x, x\\*y, "
+                        "``a*b``")
+    assert lines[1] == "**\\*\\*kwargs** : dict"
+    assert lines[2] == "* a **bound** per column, 2 \\* x"
+
+
 def test_markdown_conversion_escapes_everything():
     rst = privci_docs.md_inline("**bold** *it* `code|x` a|b|c x_1 [t](u) *")
     assert "\\ **bold**\\ " in rst and "\\ *it*\\ " in rst and "\\ ``code|x``\\ " in rst

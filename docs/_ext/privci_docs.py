@@ -456,10 +456,34 @@ def vignette_pages():
 _CODE_SPAN = re.compile(r"(``.+?``|`[^`]*`)")
 
 
+# an emphasis whose text holds no other opening candidate (`` *`` after a space)
+_EMPHASIS = re.compile(r"(?<![\w*\\])(\*\*?)(?=[^\s*])((?:(?!\s\*).)+?)(?<=[^\s\\])\1"
+                       r"(?![\w*])")
+
+
+def _escape_stars(seg):
+    """Escape every ``*`` that does not open or close an emphasis on the same line
+    (``**kwargs``, ``a *b``): rst would warn about an unmatched start-string."""
+    keep = set()
+    for m in _EMPHASIS.finditer(seg):
+        w = len(m.group(1))
+        keep.update(range(m.start(), m.start() + w))
+        keep.update(range(m.end() - w, m.end()))
+    out = []
+    for i, ch in enumerate(seg):
+        if ch == "*" and i not in keep and not (i and seg[i - 1] == "\\"):
+            out.append("\\*")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _escape_bars(text):
-    """``|x|`` outside code spans -> ``\\|x\\|``: absolute values, not substitutions."""
+    """Plain-text formulas outside code spans: ``|x|`` -> ``\\|x\\|`` (absolute values, not
+    substitutions) and unmatched ``*`` -> ``\\*``."""
     parts = _CODE_SPAN.split(text)
-    return "".join(p if k % 2 else p.replace("|", "\\|") for k, p in enumerate(parts))
+    return "".join(p if k % 2 else _escape_stars(p.replace("|", "\\|"))
+                   for k, p in enumerate(parts))
 
 
 def plain_text_math(app, what, name, obj, options, lines):
@@ -487,8 +511,10 @@ def plain_text_math(app, what, name, obj, options, lines):
             continue
         if stripped.endswith("::"):
             literal_indent = indent
-        if "|" in line:
-            lines[k] = _escape_bars(line)
+        if "|" in line or "*" in line:
+            bullet = re.match(r"^\s*\*\s+", line)  # a list item's bullet stays a bullet
+            head = bullet.group(0) if bullet else ""
+            lines[k] = head + _escape_bars(line[len(head):])
 
 
 # ----------------------------------------------------------------------------- references
