@@ -294,6 +294,40 @@ def test_same_seed_same_result_in_r(r):
     assert rv["a"] == rv["b"]
 
 
+def test_formula_form_matches_python_data_frame_form(r):
+    """R's ``privgcm(Y ~ X | Z1 + Z2, data = d)`` against Python's
+    ``privgcm(data=df, x="X", y="Y", z=["Z1", "Z2"])``: the same numbers, both naming the
+    columns."""
+    pd = pytest.importorskip("pandas")
+    from privci._frames import accepts_data_frames
+
+    def frame_form(func):
+        import inspect
+        return func if "data" in inspect.signature(func).parameters else \
+            accepts_data_frames(func)
+
+    x, y, z = _data(150, 2, 0.4, 8)
+    _put(r, x, y, z)
+    df = pd.DataFrame({"X": x, "Y": y, "Z1": z[:, 0], "Z2": z[:, 1]})
+    r.eval("d <<- data.frame(X = x, Y = y, Z1 = z[, 1], Z2 = z[, 2]); NULL")
+    for seed in SEEDS:
+        py = frame_form(privci.privgcm)(data=df, x="X", y="Y", z=["Z1", "Z2"], epsilon=1.0,
+                                        x_bound=4.0, y_bound=4.0, rng=seed)
+        rv = r.numbers(f"res <- privci::privgcm(Y ~ X | Z1 + Z2, data = d, epsilon = 1, "
+                       f"x_bound = 4, y_bound = 4, seed = {seed})\n"
+                       "c(statistic = unname(res$statistic), p = res$p.value)")
+        _close("privgcm statistic", rv["statistic"], py.statistic)
+        _close("privgcm p-value", rv["p"], py.pvalue)
+        assert py.data_name == "X and Y given Z1, Z2"
+    py = frame_form(privci.gcm)(data=df, x="X", y="Y", z="Z1", ridge_lambda=0.1)
+    rv = r.numbers("res <- privci::gcm(Y ~ X | Z1, data = d, ridge_lambda = 0.1)\n"
+                   "c(statistic = unname(res$statistic), p = res$p.value)")
+    _close("gcm statistic", rv["statistic"], py.statistic)
+    _close("gcm p-value", rv["p"], py.pvalue)
+    assert tuple(r.eval("privci::gcm(Y ~ X | Z1, data = d, ridge_lambda = 0.1)$data.name")) \
+        == ("Y ~ X | Z1, data = d",)
+
+
 # --------------------------------------------------------------------------- 2. stored R outputs
 
 def _cases():
