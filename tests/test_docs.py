@@ -163,6 +163,27 @@ def test_sensitivity_page_matches_the_package():
     assert round(crt_sensitivity(5.0), 3) == 2.722
 
 
+def test_parameters_table_matches_the_package():
+    """The table of constants on the parameters page is what the package computes."""
+    import inspect
+
+    from privci.regression import crt_sensitivity, gcm_sensitivity, krr_norm_bound
+    text = open(os.path.join(DOCS, "parameters.rst"), encoding="utf-8").read()
+    table = text[text.index(".. list-table::", text.index("Sensitivity constants of")):]
+    rows = []
+    for block in table.split("   * - ")[1:5]:
+        cells = [c.strip() for c in block.split("\n     - ")]
+        rows.append([float(c.split()[0]) for c in cells[1:]])
+    lams, B, C, T = rows
+    assert len(lams) == len(B) == len(C) == len(T) >= 5
+    kw = ({"sensitivity": "sharp"}
+          if "sensitivity" in inspect.signature(gcm_sensitivity).parameters else {})
+    for lam, b, c, t in zip(lams, B, C, T):
+        assert abs(krr_norm_bound(lam) - b) < 6e-4, lam
+        assert abs(gcm_sensitivity(lam, **kw) - c) < 6e-3, lam
+        assert abs(crt_sensitivity(lam, **kw) - t) < 6e-3, lam
+
+
 # ----------------------------------------------------------------------------- the extension
 
 def test_nitpicky_only_for_privci_names():
