@@ -45,6 +45,7 @@ TESTED_VERSIONS = {"causal-learn": (">=0.1.4.0", "<0.1.5"), "pgmpy": (">=1.1.0",
 
 _ON_EXHAUSTED = ("raise", "dependent", "independent")
 _TESTS = ("privgcm",)
+_SPLITS = ("levels", "halves", "tests")
 
 
 def _check_version(dist, module_version):
@@ -498,7 +499,7 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         None: hardened OpenDP noise.  Given: reproducible numpy noise.
     max_order : int, optional
         Largest conditioning set (default p - 2).
-    split : {"levels", "tests"}, default "levels"
+    split : {"levels", "halves", "tests"}, default "levels"
         The public rule that splits the total over the tests (below).
     delta, composition : optional
         ``composition="zcdp"`` with ``delta`` accounts by zCDP and makes the
@@ -532,6 +533,7 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
 
     - ``"levels"``: order l gets a share 1 / (L - l + 1) of what remains,
       split evenly over its K_l tests;
+    - ``"halves"``: order l gets half of what remains (all of it at L);
     - ``"tests"``: every planned test of this and later orders counts once
       (later orders as if no more edges were removed): order l gets the
       share K_l / (K_l + K_later).
@@ -566,8 +568,8 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
     eps_total = V.positive_finite(epsilon, "epsilon")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise ValueError(f"`alpha` must be a number in (0, 1); got {alpha!r} instead.")
-    if split not in ("levels", "tests"):
-        raise ValueError(f"`split` must be 'levels' or 'tests'; got {split!r} instead.")
+    if split not in _SPLITS:
+        raise ValueError(f"`split` must be one of {_SPLITS}; got {split!r} instead.")
     top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
     run_budget = PrivacyBudget(eps_total, delta=delta, composition=composition,
                                name="privci.causal.pc")
@@ -601,6 +603,8 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
             last = min(top, max_deg - 1)
             if split == "levels":
                 share = 1.0 / (last - order + 1)
+            elif split == "halves":
+                share = 1.0 if order >= last else 0.5
             else:
                 later = sum(_count_sets(adj_sets, i, j, o) for o in range(order + 1, last + 1)
                             for i, j in edges)
