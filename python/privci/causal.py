@@ -898,8 +898,9 @@ def tigramite_ci_test(*, budget, bounds, centers=0.0, **options):
     -------
     CondIndTest
         Use as ``PCMCI(dataframe, cond_ind_test=test)`` and run
-        ``run_pcalg_non_timeseries_data(pc_alpha=...)``.  ``test.private``
-        is the engine (after PCMCI has set the data frame).
+        ``run_pcalg_non_timeseries_data(pc_alpha=...)``.  PCMCI deep-copies
+        the test: the budget is shared by the copy (a budget is never
+        copied), and the engine is ``pcmci.cond_ind_test.private``.
 
     Examples
     --------
