@@ -339,13 +339,19 @@ class PrivacyBudget:
         with self._lock:
             return [dict(r) for r in self._ledger]
 
+    _LEDGER_COLUMNS = ("index", "test", "epsilon", "charged", "cumulative",
+                       "cumulative_epsilon", "details")
+
+    def ledger_columns(self):
+        """The ledger as {column: list}, one entry per release (R: ``as.data.frame()``)."""
+        rows = self.ledger
+        return {c: [r[c] for r in rows] for c in self._LEDGER_COLUMNS}
+
     def ledger_frame(self):
         """The ledger as a pandas DataFrame (one row per release; needs pandas)."""
         import pandas as pd
 
-        cols = ["index", "test", "epsilon", "charged", "cumulative", "cumulative_epsilon",
-                "details"]
-        return pd.DataFrame(self.ledger, columns=cols)
+        return pd.DataFrame(self.ledger, columns=list(self._LEDGER_COLUMNS))
 
     def per_test_epsilon(self, k, *, share=1.0):
         """The largest epsilon_i such that ``k`` more epsilon_i-DP releases fit.
