@@ -105,16 +105,29 @@ def rff_features(z, freqs):
     return np.hstack([np.cos(proj), np.sin(proj)]) / np.sqrt(D)
 
 
-def gcm_sensitivity(lam):
-    c1 = 2 + 2 / np.sqrt(lam)
-    c2 = 4 / lam ** 1.5 + 4 / lam
-    return c1 ** 2 + c1 * c2
+def gcm_sensitivity(lam, kind="sharp"):
+    if kind == "paper":
+        c1 = 2 + 2 / np.sqrt(lam)
+        c2 = 4 / lam ** 1.5 + 4 / lam
+        return c1 ** 2 + c1 * c2
+    B = min(1 / (1 + lam), 1 / (2 * np.sqrt(lam))) if lam >= 1 else 1 / (2 * np.sqrt(lam))
+    b = 1 + B
+    return 2 * b * b + 4 * b * min(b * B, 1 / (2 * np.sqrt(lam)))
 
 
-def crt_sensitivity(lam):
-    c1 = 2 + 2 / np.sqrt(lam)
-    c2 = 4 / lam ** 1.5 + 4 / lam
-    return 2 * c1 + c2
+def crt_sensitivity(lam, kind="sharp"):
+    if kind == "paper":
+        c1 = 2 + 2 / np.sqrt(lam)
+        c2 = 4 / lam ** 1.5 + 4 / lam
+        return 2 * c1 + c2
+    B = 1 / (1 + lam) if lam >= 1 else 1 / (2 * np.sqrt(lam))
+    return 2 * (1 + B) ** 2
+
+
+def krr_norm_bound_numeric(n, lam):
+    """max over s in [0, n] of sqrt(n s) / (s + n lam), by a fine grid (the spectral bound)."""
+    s = np.linspace(0, n, 200001)
+    return float(np.max(np.sqrt(n * s) / (s + n * lam)))
 
 
 def paper_data(rng, n, d=1, s=2.0, beta=0.0):

@@ -113,6 +113,10 @@ def test_crt_statistics_match_naive():
     ry = naive.krr_residuals(z, np.clip(y, -3, 3) / 3, 0.3, 0.7)
     np.testing.assert_allclose(cs.statistics, rx @ ry, rtol=1e-10, atol=1e-12)
     assert cs.sensitivity == pytest.approx(naive.crt_sensitivity(0.7))
+    cp = privci.crt_statistics(x, y, z, model_x=MX, x_resamples=xr, y_bound=3,
+                               x_residual_bound=2, ridge_lambda=0.7, kernel_sigma=0.3,
+                               sensitivity="paper")
+    assert cp.sensitivity == pytest.approx(naive.crt_sensitivity(0.7, "paper"))
 
 
 def test_conditional_means_array_with_resamples():

@@ -131,12 +131,45 @@ def test_cv_lambda_choice_matches_plain_cvst(n, d, seed):
 
 def test_sensitivity_constants_match_paper_form():
     for lam in [0.1, 1.0, 5.0, 10.0, 100.0]:
-        assert regression.gcm_sensitivity(lam) == pytest.approx(naive.gcm_sensitivity(lam), rel=1e-14)
-        assert regression.crt_sensitivity(lam) == pytest.approx(naive.crt_sensitivity(lam), rel=1e-14)
+        for kind in ("sharp", "paper"):
+            assert regression.gcm_sensitivity(lam, kind) == pytest.approx(
+                naive.gcm_sensitivity(lam, kind), rel=1e-14)
+            assert regression.crt_sensitivity(lam, kind) == pytest.approx(
+                naive.crt_sensitivity(lam, kind), rel=1e-14)
     # the package's lambda is the paper's lambda_K / 2: the paper's constant at lambda_K = 2 lambda
     for lam in [0.5, 5.0, 50.0]:
         lk = 2 * lam
         paper = 4 * (1 + np.sqrt(2 / lk)) * (1 + np.sqrt(2 / lk) + 4 * np.sqrt(2) / lk ** 1.5 + 4 / lk)
-        assert regression.gcm_sensitivity(lam) == pytest.approx(paper, rel=1e-13)
+        assert regression.gcm_sensitivity(lam, "paper") == pytest.approx(paper, rel=1e-13)
         paper_t = 4 * (1 + np.sqrt(2 / lk) + 2 * np.sqrt(2) / lk ** 1.5 + 2 / lk)
-        assert regression.crt_sensitivity(lam) == pytest.approx(paper_t, rel=1e-13)
+        assert regression.crt_sensitivity(lam, "paper") == pytest.approx(paper_t, rel=1e-13)
+        # the sharp constants are never larger than the paper's
+        assert regression.gcm_sensitivity(lam) < regression.gcm_sensitivity(lam, "paper")
+        assert regression.crt_sensitivity(lam) < regression.crt_sensitivity(lam, "paper")
+    assert regression.gcm_sensitivity(5.0) == pytest.approx(3.62963, abs=1e-5)
+    assert regression.crt_sensitivity(5.0) == pytest.approx(2.72222, abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [7, 50, 1000])
+@pytest.mark.parametrize("lam", [0.01, 0.2, 0.9, 1.0, 1.1, 5.0, 300.0])
+def test_norm_bound_is_the_spectral_maximum(n, lam):
+    """B_lambda equals max_{s in [0, n]} sqrt(n s)/(s + n lambda), the bound of Lemma 1."""
+    assert regression.krr_norm_bound(lam) >= naive.krr_norm_bound_numeric(n, lam) * (1 - 1e-9)
+    assert regression.krr_norm_bound(lam) <= naive.krr_norm_bound_numeric(n, lam) * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.5, 5.0])
+def test_fits_obey_the_norm_bound(lam):
+    """Definitional check of Lemma 1 on adversarial responses: the eigenvector of K whose
+    eigenvalue is closest to n lambda, signed to +-1, maximises ||f||."""
+    rng = np.random.default_rng(9)
+    for d, sigma in [(1, 0.3), (3, 1.0), (8, 0.05)]:
+        z = rng.normal(size=(60, d))
+        K = np.exp(-sigma * ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1))
+        s, V = np.linalg.eigh(K)
+        j = int(np.argmin(np.abs(s - 60 * lam)))
+        for u in (np.sign(V[:, j]) + (V[:, j] == 0), np.ones(60), rng.choice([-1.0, 1.0], 60)):
+            alpha = np.linalg.solve(K + 60 * lam * np.eye(60), u)
+            norm = float(np.sqrt(alpha @ K @ alpha))
+            assert norm <= regression.krr_norm_bound(lam) * (1 + 1e-9)
+            assert np.max(np.abs(u - K @ alpha)) <= regression.residual_bound(lam) * (1 + 1e-9)

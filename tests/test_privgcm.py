@@ -166,7 +166,10 @@ def test_private_centres_compose_with_the_public_centre_path():
     assert res.privacy.epsilon == 2.0
     assert res.privacy.noise_scale == pytest.approx(ref.privacy.noise_scale, rel=1e-15)
     np.testing.assert_allclose(res.privacy.bounds["y_center"], -1 + 3 * m[1:], rtol=1e-12)
-    assert "0.5 for the released centres, 1.5 for the residual products" in res.privacy.guarantee
+    assert "0.5 for the released centres, 1.5 for the block sums" in res.privacy.guarantee
+    per_row = privci.privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
+                             x_center=5.0, y_center=-1.0, rng=4, n_sim=50, n_blocks=None)
+    assert "1.5 for the residual products" in per_row.privacy.guarantee
     # the released centres are the only data-dependent shift: clipped rows stay clipped
     far = privci.privgcm(np.r_[x[:-1], 1e6], y, z, epsilon=2.0, center_epsilon=0.5,
                          x_bound=2.0, y_bound=3.0, x_center=5.0, y_center=-1.0, rng=3, n_sim=50)
@@ -216,14 +219,56 @@ def test_privgcm_uses_exactly_scale_sensitivity_over_epsilon():
     drawn from the same generator."""
     rng = np.random.default_rng(2)
     x, y, z = _random_data(rng, 80, 2)
-    res = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123)
+    res = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None)
     rp = privci.residual_products(x, y, z, x_bound=3, y_bound=3)
     noise = np.random.default_rng(123).laplace(0.0, rp.sensitivity / 0.7, size=(80, 1))
     stat = naive.gcm_univariate(rp.products + noise[:, 0])
     assert res.statistic == pytest.approx(stat, rel=1e-12)
     assert res.privacy.noise_scale == rp.sensitivity / 0.7
     assert res.privacy.sensitivity == rp.sensitivity
+    assert res.privacy.n_blocks == 80
     assert not res.privacy.hardened and any("not hardened" in c for c in res.privacy.caveats)
+    # the paper's Algorithm 1: its constant, one block per row
+    paper = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None,
+                           sensitivity="paper")
+    assert paper.privacy.sensitivity == pytest.approx(naive.gcm_sensitivity(5.0, "paper"))
+
+
+@pytest.mark.parametrize("k", [2, 7, 20])
+def test_block_path_is_laplace_on_block_sums(k):
+    """n_blocks = k: the seeded statistic is the t statistic of the k block means of the
+    products + Laplace(sens/eps) per block sum, blocks from the documented partition, all
+    drawn from the same generator; the p-value is the t_{k-1} tail."""
+    from scipy import stats as st
+    from privci import _private
+    rng = np.random.default_rng(5)
+    n = 83
+    x, y, z = _random_data(rng, n, 1)
+    res = privci.privgcm(x, y, z, epsilon=0.9, x_bound=3, y_bound=3, rng=321, n_blocks=k)
+    rp = privci.residual_products(x, y, z, x_bound=3, y_bound=3)
+    gen = np.random.default_rng(321)
+    labels = _private.block_labels(n, k, _private.new_entropy(gen))
+    counts = np.bincount(labels, minlength=k)
+    # every block size is the public count #{i < n : i mod k = b}
+    np.testing.assert_array_equal(counts, _private.block_counts(n, k))
+    sums = np.bincount(labels, weights=rp.products, minlength=k)
+    noisy = sums + gen.laplace(0.0, rp.sensitivity / 0.9, size=(k, 1))[:, 0]
+    m = noisy / counts
+    t = np.sqrt(k) * m.mean() / m.std(ddof=1)
+    assert res.statistic == pytest.approx(t, rel=1e-10)
+    assert res.pvalue == pytest.approx(2 * st.t.sf(abs(t), k - 1), rel=1e-8)
+    assert res.privacy.n_blocks == k and res.privacy.noise_scale == rp.sensitivity / 0.9
+
+
+def test_block_labels_are_data_independent_and_rangewise():
+    from privci import _private
+    n, k = 200_000, 13
+    full = _private.block_labels(n, k, 99)
+    part = np.concatenate([_private.block_labels(n, k, 99, a, min(n, a + 70_001))
+                           for a in range(0, n, 70_001)])
+    np.testing.assert_array_equal(full, part)
+    np.testing.assert_array_equal(np.bincount(full, minlength=k), _private.block_counts(n, k))
+    assert not np.array_equal(full, _private.block_labels(n, k, 100))
 
 
 @pytest.mark.parametrize("hardened", [False, True])
@@ -259,7 +304,9 @@ def test_hardened_result_record():
     assert p.hardened and "OpenDP" in p.mechanism and p.epsilon == 2.0
     assert p.ridge_lambda == 5.0 and p.kernel_sigma == 1.0
     assert p.bounds == {"x_bound": (3.0,), "y_bound": (3.0,), "x_center": (0.0,), "y_center": (0.0,)}
-    assert "2-differentially private" in p.guarantee and p.caveats == ()
+    assert "2-differentially private" in p.guarantee
+    assert len(p.caveats) == 1 and "no-free-lunch" in p.caveats[0]
+    assert p.n_blocks == 20 and p.sensitivity_kind == "sharp"
     assert "epsilon=2" in repr(res)
 
 
@@ -320,7 +367,10 @@ X, Y, Z = np.linspace(-1, 1, 20), np.cos(np.arange(20.0)), np.sin(np.arange(20.0
     (dict(x=np.where(X > 0.5, np.nan, X)), ValueError, r"`x` contains NaN"),
     (dict(z=np.where(Z > 0.5, np.inf, Z)), ValueError, r"`z` contains inf"),
     (dict(y=Y[:-3]), ValueError, r"same number of rows.*`y` has 17"),
-    (dict(z=None), TypeError, r"`z` must be array-like; got None"),
+    (dict(n_blocks=1), ValueError, r"`n_blocks` must be an integer >= 2; got 1"),
+    (dict(n_blocks="many"), ValueError, r"`n_blocks` must be 'auto', None"),
+    (dict(n_blocks=10 ** 6), ValueError, r"`n_blocks` must be at most the number of rows"),
+    (dict(sensitivity="loose"), ValueError, r"`sensitivity` must be one of"),
     (dict(ridge_lambda=0), ValueError, r"`ridge_lambda`.*got 0"),
     (dict(ridge_lambda="auto"), ValueError, r"`ridge_lambda` must be a positive number or 'cv'"),
     (dict(kernel_sigma=-3), ValueError, r"`kernel_sigma`.*-3"),
@@ -357,6 +407,7 @@ def rejection_rate(n, d, eps, beta, reps, seed, **kw):
     for child in ss.spawn(reps):
         rng = np.random.default_rng(child)
         x, y, z = naive.paper_data(rng, n, d=d, beta=beta)
+        kw.setdefault("n_blocks", None)   # the power theorem's per-product mechanism
         r = privci.privgcm(x, y, z, epsilon=eps, x_bound=a, y_bound=b, rng=rng, **kw)
         rej += r.pvalue < 0.05
         stats_.append(r.statistic)
