@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _kernels, _validation as V
 from ._private import SEEDED_CAVEAT, guarantee_text
+from ._frames import accepts_data_frames
 from .budget import _charge
 from .gcm import _check_approximation
 from .mechanisms import quiet, report_noisy_max, sanitize
@@ -413,6 +414,7 @@ def _oriented(stats, mode):
     return stats
 
 
+@accepts_data_frames
 def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
             x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
             rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
@@ -505,6 +507,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
                              privacy=record, statistic_name="rank", n_resamples=m)
 
 
+@accepts_data_frames
 def crt(x, y, z, *, model_x, n_resamples=199, x_resamples=None, alternative="two-sided",
         rng=None, statistic=None, ridge_lambda=5.0, kernel_sigma=1.0):
     """Conditional randomization test (non-private, model-X), exact finite-sample p-value.

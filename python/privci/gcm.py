@@ -15,6 +15,7 @@ import numpy as np
 from . import _kernels, _validation as V
 from ._private import (SEEDED_CAVEAT, auto_n_blocks, block_counts, block_labels, block_statistic,
                        block_sums, guarantee_text, new_entropy)
+from ._frames import accepts_data_frames
 from .budget import _charge
 from .mechanisms import laplace_mechanism, quiet
 from .regression import (DEFAULT_CV_LAMBDAS, _check_kind, gcm_sensitivity, krr_cv_residuals,
@@ -145,6 +146,7 @@ def _sklearn_residuals(regressor, z, U):
     return out
 
 
+@accepts_data_frames
 def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambda=None,
         cv_lambdas=None, cv_folds=10, n_sim=499, alternative="two-sided", rng=None,
         kernel_approximation="exact", n_features=512, feature_rng=None, center=False):
@@ -388,6 +390,7 @@ class _GCMInputs:
         return rp, caveats, centre_info
 
 
+@accepts_data_frames
 def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
                       kernel_approximation="exact", n_features=512, feature_rng=None,
                       x_center=0.0, y_center=0.0, sensitivity="sharp"):
@@ -496,6 +499,7 @@ def _check_n_blocks(n_blocks, n):
     return k
 
 
+@accepts_data_frames
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,

@@ -207,6 +207,7 @@ class ResidualProducts(_ReprMixin):
     y_center: Optional[np.ndarray] = None
     residual_bound: Optional[float] = None
     sensitivity_kind: str = "sharp"
+    data_name: Optional[str] = None
 
 
 @dataclass(frozen=True, repr=False)
