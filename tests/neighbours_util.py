@@ -38,9 +38,10 @@ from hypothesis import strategies as st
 STATS: dict = {}
 
 
-def count_pair(entry, ratio=None):
+def count_pair(entry, ratio=None, *, pairs=1):
+    """Count ``pairs`` compared pairs of ``entry`` and keep the largest ``ratio`` seen."""
     s = STATS.setdefault(entry, {"pairs": 0, "max_ratio": None})
-    s["pairs"] += 1
+    s["pairs"] += pairs
     if ratio is not None and (s["max_ratio"] is None or not ratio <= s["max_ratio"]):
         s["max_ratio"] = float(ratio)
 

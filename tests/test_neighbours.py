@@ -111,8 +111,22 @@ def _assert_opendp_saw_finite_values(context):
     assert not seen, f"OpenDP was handed a non-finite value: {seen[0]}\n  case: {context}"
 
 
+_WARMED = set()
+
+
 def _compare(entry, call, pair, context, *, released=nu._numbers):
-    """Run ``call`` on both neighbours and assert they cannot be told apart."""
+    """Run ``call`` on both neighbours and assert they cannot be told apart.
+
+    The first time an entry point is compared it is called once beforehand,
+    unrecorded, so that a warning issued once per process (a lazy import, a
+    first compilation) is not mistaken for a difference between neighbours.
+    """
+    if entry not in _WARMED:
+        _WARMED.add(entry)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            with contextlib.suppress(Exception, SystemExit):
+                call(pair.a)
     NONFINITE_TO_OPENDP.clear()
     a = nu.run_recorded(lambda: call(pair.a), released=released)
     b = nu.run_recorded(lambda: call(pair.b), released=released)
@@ -123,7 +137,7 @@ def _compare(entry, call, pair, context, *, released=nu._numbers):
 
 
 def _ratio_check(entry, ratio, pair, context, what):
-    nu.count_pair(entry, ratio)
+    nu.count_pair(entry, ratio, pairs=0)     # the pair itself was counted by _compare
     if math.isfinite(ratio) and currently_in_test_context():   # steer the search upwards
         target(min(ratio, 1e6), label=f"{entry} sensitivity ratio")
     assert nu.within(ratio), (f"{what} changed by {ratio!r} times the stated sensitivity "
@@ -147,7 +161,7 @@ GCM_OPTS = st.fixed_dictionaries({
     "kernel_sigma": st.sampled_from((1.0, 1.0, 0.05, 1e6)),
     "alternative": st.sampled_from(("two-sided", "greater", "less")),
     "center_epsilon": st.sampled_from((None, None, 0.25)),
-    "sensitivity": st.sampled_from(("sharp", "sharp", "paper")),
+    "sensitivity": st.sampled_from(("sharp", "paper")),
     "n_blocks": st.sampled_from(("auto", "auto", None, 2)),
     "z": st.sampled_from(("given", "given", "given", "none")),   # none: unconditional test
 })
@@ -174,7 +188,7 @@ class StudentModelX:
         return mu + rng.standard_t(3, size=(n_resamples, mu.shape[0]))
 CRT_OPTS = st.fixed_dictionaries({
     "mean": st.sampled_from(tuple(MEANS) + ("Student model-X",)),
-    "sensitivity": st.sampled_from(("sharp", "sharp", "paper")),
+    "sensitivity": st.sampled_from(("sharp", "paper")),
     "scale": st.sampled_from((1.0, 1.0, 1e-300, 1e300)),
     "given_resamples": st.sampled_from((False, False, True)),
     "y_bound": st.sampled_from((4.0, 1.0)),
@@ -305,7 +319,7 @@ def test_crt_statistics_within_sensitivity(kernel):
 
 TOT_PAIRS = _pairs(6, 24, x=1, y=1, z=st.integers(1, 2))
 TOT_OPTS = st.fixed_dictionaries({
-    "ridge_lambda": st.sampled_from((0.5, 0.01)),
+    "ridge_lambda": st.sampled_from((0.5, 0.01, None)),   # None: CV inside each subset
     "center": st.booleans(),
     "alternative": st.sampled_from(("two-sided", "greater")),
 })
@@ -363,6 +377,7 @@ def check_private_kendall(noise, pair, opts):
         b = nu.run_recorded(lambda: kendall_statistic(pair.b["x"][:, 0], pair.b["y"][:, 0],
                                                       labels))
         nu.assert_indistinguishable(a, b, f"kendall_statistic; {pair!r}")
+        nu.count_pair("kendall_statistic (strata fixed)")
         if a.kind == "ok":
             (ta, sa), (tb, sb) = a.value, b.value
             assert sa == sb
@@ -380,7 +395,7 @@ def test_private_kendall_neighbours(noise):
 
 CLI_PAIRS = _pairs(2, 30, x=1, y=1, z=2)
 CLI_OPTS = st.fixed_dictionaries({
-    "command": st.sampled_from(("privgcm", "privgcm", "privcrt")),
+    "command": st.sampled_from(("privgcm", "privcrt")),
     "formula": st.sampled_from(("0.5 + 1.2*z1 - 0.3*z2", "1e300*z1", "z1 + z2")),
     "center_epsilon": st.sampled_from((None, "0.25")),
 })
@@ -521,18 +536,18 @@ def test_issue_rff_products_within_sensitivity(label, new, at_bounds):
         return privci.residual_products(d["x"][:, 0], d["y"][:, 0], d["z"], x_bound=4,
                                         y_bound=4, kernel_approximation="rff", feature_rng=5)
 
-    a, b = _compare("residual_products[rff]", call, pair, f"issue 12 finding 1, {label}",
+    a, b = _compare("residual_products[rff, sharp]", call, pair, f"issue 12 finding 1, {label}",
                     released=lambda rp: (rp.sensitivity,))
     ratio = nu.l1_ratio(a.result.products, b.result.products, a.result.sensitivity)
-    _ratio_check("residual_products[rff]", ratio, pair, f"issue 12 finding 1, {label}",
+    _ratio_check("residual_products[rff, sharp]", ratio, pair, f"issue 12 finding 1, {label}",
                  "the L1 norm of the residual products")
     mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
-    a, b = _compare("crt_statistics[rff]", lambda d: privci.crt_statistics(
+    a, b = _compare("crt_statistics[rff, sharp]", lambda d: privci.crt_statistics(
         d["x"][:, 0], d["y"][:, 0], d["z"], model_x=mx, y_bound=4, x_residual_bound=4, rng=2,
         kernel_approximation="rff", feature_rng=5), pair, f"issue 12 finding 1, {label}",
         released=lambda cs: (cs.sensitivity,))
     ratio = nu.linf_ratio(a.result.statistics, b.result.statistics, a.result.sensitivity)
-    _ratio_check("crt_statistics[rff]", ratio, pair, f"issue 12 finding 1, {label}",
+    _ratio_check("crt_statistics[rff, sharp]", ratio, pair, f"issue 12 finding 1, {label}",
                  "a statistic T_j")
 
 
@@ -549,11 +564,11 @@ def test_issue_model_x_mean_overflow(kernel, noise):
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, model_x=mx, y_bound=4,
         x_residual_bound=4, rng=NOISE[noise], **kw), pair, "issue 12 finding 3, exp mean")
     kw = _kernel_kw(kernel, "seeded")
-    a, b = _compare(f"crt_statistics[{kernel}]", lambda d: privci.crt_statistics(
+    a, b = _compare(f"crt_statistics[{kernel}, sharp]", lambda d: privci.crt_statistics(
         d["x"][:, 0], d["y"][:, 0], d["z"], model_x=mx, y_bound=4, x_residual_bound=4, rng=2,
         **kw), pair, "issue 12 finding 3, exp mean", released=lambda cs: (cs.sensitivity,))
     ratio = nu.linf_ratio(a.result.statistics, b.result.statistics, a.result.sensitivity)
-    _ratio_check(f"crt_statistics[{kernel}]", ratio, pair, "issue 12 finding 3",
+    _ratio_check(f"crt_statistics[{kernel}, sharp]", ratio, pair, "issue 12 finding 3",
                  "a statistic T_j")
 
 
@@ -569,7 +584,7 @@ def test_issue_cholesky_fallback_warning(noise):
         _compare(f"privgcm[exact, {noise}]", lambda d: privci.privgcm(
             d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=3, y_bound=3,
             ridge_lambda=lam, rng=NOISE[noise]), pair, f"Cholesky fallback, lambda {lam:g}")
-        a, b = _compare("residual_products[exact]", lambda d: privci.residual_products(
+        a, b = _compare("residual_products[exact, sharp]", lambda d: privci.residual_products(
             d["x"][:, 0], d["y"][:, 0], d["z"], x_bound=3, y_bound=3, ridge_lambda=lam),
             pair, f"Cholesky fallback, lambda {lam:g}", released=lambda rp: (rp.sensitivity,))
 
@@ -849,3 +864,17 @@ def test_privtot_subset_warnings_and_errors_stay_inside(mode, noise):
     _compare(f"privtot[regressor, {noise}]", lambda d: privtot(
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, n_subsets=3, alpha0=0.2,
         regressor=reg, rng=NOISE[noise]), pair, f"privtot with a regressor that {mode}s")
+
+
+def test_kendall_statistic_extreme_pairs_warn_the_same():
+    """Found by the slow search: x_i - x_j overflows for x_i = 1e308, x_j = -1e308, so the
+    un-noised Kendall transformation warned on one neighbour only (its signs were right)."""
+    labels = np.zeros(2)
+    pair = nu.Pair({"x": np.array([[-0.74], [-1e308]]), "y": np.array([[-0.80], [1.84]])},
+                   {"x": np.array([[1e308], [-1e308]]), "y": np.array([[1e308], [1.84]])}, 0,
+                   "x_0 = 1e308 against x_1 = -1e308")
+    a, b = _compare("kendall_statistic (strata fixed)", lambda d: kendall_statistic(
+        d["x"][:, 0], d["y"][:, 0], labels), pair, "kendall_statistic, opposite extremes")
+    (ta, sens), (tb, _) = a.value, b.value
+    _ratio_check("kendall_statistic (strata fixed)", abs(ta - tb) / sens, pair,
+                 "kendall_statistic", "the conditional Kendall statistic")
