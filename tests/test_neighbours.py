@@ -172,6 +172,7 @@ MEANS = {
     "exp": lambda z: np.exp(z[:, 0]),                # overflows for z > 709.8
     "steep linear": lambda z: 1e300 * z[:, 0],       # overflows for |z| > 1.8e8
     "sum": lambda z: z.sum(axis=1),                  # overflows for two rows of 1e308
+    "sqrt": lambda z: np.sqrt(z[:, 0]),              # NaN (and numpy's warning) for z < 0
     # not row by row (depends on the whole z): must be refused the same way on both
     "centred (not row-wise)": lambda z: z[:, 0] - z[:, 0].mean(),
 }
@@ -651,8 +652,9 @@ def test_opendp_never_sees_a_non_finite_value():
 
 # --------------------------------------------------------------------------- guarantees
 
-SEEDED_WORDING = re.compile(r"simulation|secret.*(fresh|reuse|re-use)|(fresh|reuse|re-use).*secret",
-                            re.IGNORECASE | re.DOTALL)
+SEEDED_WORDING = re.compile(
+    r"simulation|secret.*(fresh|reuse|re-use)|(fresh|reuse|re-use).*secret",
+    re.IGNORECASE | re.DOTALL)
 
 
 def _seeded_results():
@@ -701,6 +703,16 @@ def test_cv_guarantee_is_conditional():
         assert mentions_tuning and qualified, (
             "with ridge_lambda='cv' the guarantee must say that it does not cover the tuning "
             f"(or holds only conditionally on it); it reads: {g!r}")
+
+
+def test_residual_products_refuses_a_tuned_lambda():
+    """Finding 4 for the transformation: ``residual_products`` documents a fixed
+    ``ridge_lambda`` and returns a *certified* sensitivity, but accepted "cv" and returned
+    the grid minimum's constant, which a single replaced row can exceed (the issue's
+    example: lambda flips from 20 to 5).  It has no caveat field to say so: refuse."""
+    x, y, z = _issue_data(40)
+    with pytest.raises(ValueError, match="ridge_lambda"):
+        privci.residual_products(x, y, z, x_bound=4, y_bound=4, ridge_lambda="cv")
 
 
 # --------------------------------------------------------------------------- CLI messages
