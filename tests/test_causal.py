@@ -331,3 +331,17 @@ def test_tigramite_pc_runs_with_one_budget():
     assert budget.spent <= 5.0 and len(budget.ledger) == engine.n_released >= 6
     with pytest.raises(ValueError, match="lag 0"):
         pcmci.cond_ind_test.run_test([(0, -1)], [(1, 0)], [])
+
+
+def test_pgmpy_labels_are_labels_not_positions():
+    pytest.importorskip("pgmpy")
+    pd = pytest.importorskip("pandas")
+    data = four_node()
+    df = pd.DataFrame(data, columns=[3, 2, 1, 0])     # integer labels, not positions
+    test = oracle_test(data)
+    b = PrivacyBudget(epsilon=1.0)
+    ci = pgmpy_ci_test(df, budget=b, bounds=BOUNDS, epsilon_per_test=0.1, test=test)
+    assert ci(3, 0, [1], significance_level=0.05) is True     # A _||_ D | C
+    assert test.calls[-1][:3] == (0, 3, (2,))
+    with pytest.raises(ValueError, match="not a column"):
+        ci("A", 0, [])

@@ -736,8 +736,17 @@ class _PgmpyCITest:
         self.p_value_ = None
         self.effect_size_ = None
 
+    def _position(self, label):
+        # pgmpy passes column labels: look them up as labels, never as positions
+        try:
+            return self.private.names.index(label)
+        except ValueError:
+            raise ValueError(f"pgmpy asked about {label!r}, which is not a column of the data "
+                             "given to pgmpy_ci_test.") from None
+
     def __call__(self, X, Y, Z=(), data=None, significance_level=0.05, **kwargs):
-        pv = self.private.pvalue(X, Y, tuple(Z) if Z is not None else ())
+        pv = self.private.pvalue(self._position(X), self._position(Y),
+                                 [self._position(k) for k in (Z or ())])
         self.p_value_ = pv
         self.effect_size_ = 1.0 - pv
         return bool(pv >= significance_level)
