@@ -232,9 +232,8 @@ class PrivateCITest:
     # --- keys -----------------------------------------------------------------------------
 
     def _index(self, v, what):
+        # integers are positions; anything else is looked up among the column names
         if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < len(self.names):
-            if v in self.names and self.names.index(v) != v:   # integer names that are not positions
-                return self.names.index(v)
             return int(v)
         if v in self.names:
             return self.names.index(v)
@@ -242,7 +241,10 @@ class PrivateCITest:
                          f"column name; got {v!r} instead.")
 
     def key(self, x, y, s=()):
-        """The cache key (i, j, S) with i < j and S sorted, for columns given by index or name."""
+        """The cache key (i, j, S) with i < j and S sorted.
+
+        Columns are given by position (an integer) or by a name that is not an integer.
+        """
         i, j = self._index(x, "x"), self._index(y, "y")
         if s is None:
             s = ()
