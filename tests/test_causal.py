@@ -345,3 +345,12 @@ def test_pgmpy_labels_are_labels_not_positions():
     assert test.calls[-1][:3] == (0, 3, (2,))
     with pytest.raises(ValueError, match="not a column"):
         ci("A", 0, [])
+
+
+@pytest.mark.parametrize("split", ["levels", "halves", "tests"])
+def test_every_split_rule_recovers_the_oracle_graph_within_budget(split):
+    data = four_node()
+    res = pc(data, epsilon=1.0, bounds=BOUNDS, test=oracle_test(data), split=split)
+    edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
+    assert edges == TRUE_SKELETON and res.budget.spent <= 1.0
+    assert not res.refused and all(e > 0 for e in res.level_epsilon.values())
