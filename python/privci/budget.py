@@ -169,8 +169,10 @@ class PrivacyBudget:
     --------
     >>> from privci.budget import PrivacyBudget, BudgetExceededError
     >>> budget = PrivacyBudget(epsilon=1.0, name="diabetes")
-    >>> budget.charge(0.4, test="my private mean")
-    'charged epsilon = 0.4 to PrivacyBudget "diabetes" (OpenDP privacy filter, basic sequential composition of pure DP, total epsilon = 1): 0.4 of 1 spent after this release; all releases charged to it are jointly 1-DP'
+    >>> print(budget.charge(0.4, test="my private mean"))   # doctest: +NORMALIZE_WHITESPACE
+    charged epsilon = 0.4 to PrivacyBudget "diabetes" (OpenDP privacy filter, basic
+    sequential composition of pure DP, total epsilon = 1): 0.4 of 1 spent after this
+    release; all releases charged to it are jointly 1-DP
     >>> budget.spent, budget.remaining
     (0.4, 0.6)
     >>> try:

