@@ -59,7 +59,7 @@ def test_privgcm_subcommand_centres(csv_file, capsys):
     assert f"statistic={uncentred.statistic:g}," not in out.replace(" ", "")
     assert cli.main(common + ["--center-epsilon", "0.2"]) == 0
     out = capsys.readouterr().out
-    assert "0.2 for the released centres, 1.8 for the block sums" in out
+    assert "0.2 for the released centres, 1.8 for the residual products" in out
     assert cli.main(common + ["--center-epsilon", "3"]) == 2
     assert "`center_epsilon` must be smaller than `epsilon`" in capsys.readouterr().err
 

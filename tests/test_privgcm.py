@@ -87,7 +87,7 @@ def test_sensitivity_audit_multivariate():
     x, y, z = _random_data(rng, 30, 2, p=2, q=3)
     a = privci.residual_products(x, y, z, x_bound=[2, 3], y_bound=2.5, ridge_lambda=0.5)
     assert a.products.shape == (30, 6)
-    assert a.sensitivity == pytest.approx(6 * privci.gcm_sensitivity(0.5))
+    assert a.sensitivity == pytest.approx(6 * privci.gcm_sensitivity(0.5, "paper"))
     for i in range(0, 30, 5):
         x2, y2, z2 = x.copy(), y.copy(), z.copy()
         x2[i], y2[i], z2[i] = [9, -9], [-9, 9, 9], [50, -50]
@@ -125,7 +125,7 @@ def test_public_centres_shift_before_clipping():
     rx = naive.krr_residuals(z, np.clip(x - 100, -8, 8) / 8, 1.0, 1.0)
     ry = naive.krr_residuals(z, np.clip(y + 20, -6, 6) / 6, 1.0, 1.0)
     np.testing.assert_allclose(rp.products, rx * ry, atol=1e-12)
-    assert rp.sensitivity == privci.gcm_sensitivity(1.0)
+    assert rp.sensitivity == privci.gcm_sensitivity(1.0, "paper")
     for i in range(0, n, 10):   # audit with rows pushed beyond the shifted bounds
         assert _l1_change(x, y, z, i, (1e4, -1e4, np.array([50.0])), x_bound=8.0, y_bound=6.0,
                           x_center=100.0, y_center=-20.0, ridge_lambda=1.0) <= 1.0 + 1e-12
@@ -166,10 +166,10 @@ def test_private_centres_compose_with_the_public_centre_path():
     assert res.privacy.epsilon == 2.0
     assert res.privacy.noise_scale == pytest.approx(ref.privacy.noise_scale, rel=1e-15)
     np.testing.assert_allclose(res.privacy.bounds["y_center"], -1 + 3 * m[1:], rtol=1e-12)
-    assert "0.5 for the released centres, 1.5 for the block sums" in res.privacy.guarantee
-    per_row = privci.privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
-                             x_center=5.0, y_center=-1.0, rng=4, n_sim=50, n_blocks=None)
-    assert "1.5 for the residual products" in per_row.privacy.guarantee
+    assert "0.5 for the released centres, 1.5 for the residual products" in res.privacy.guarantee
+    blocks = privci.privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
+                            x_center=5.0, y_center=-1.0, rng=4, n_sim=50, n_blocks=10)
+    assert "1.5 for the block sums" in blocks.privacy.guarantee
     # the released centres are the only data-dependent shift: clipped rows stay clipped
     far = privci.privgcm(np.r_[x[:-1], 1e6], y, z, epsilon=2.0, center_epsilon=0.5,
                          x_bound=2.0, y_bound=3.0, x_center=5.0, y_center=-1.0, rng=3, n_sim=50)
@@ -275,7 +275,7 @@ def test_block_labels_are_data_independent_and_rangewise():
 def test_laplace_noise_distribution_ks(hardened):
     """KS test of the noise against Laplace(0, sensitivity/epsilon); fixed seed for the
     numpy path, OpenDP's own entropy for the hardened path (false-failure rate 1e-3)."""
-    sens, eps = privci.gcm_sensitivity(5.0), 1.3
+    sens, eps = privci.gcm_sensitivity(5.0, "paper"), 1.3
     zeros = np.zeros(20000)
     rng = None if hardened else np.random.default_rng(99)
     noisy, info = mechanisms.laplace_mechanism(zeros, sens, eps, rng)
@@ -289,7 +289,7 @@ def test_laplace_noise_distribution_ks(hardened):
 
 def test_opendp_map_certifies_epsilon():
     for lam in [0.3, 5.0, 40.0]:
-        sens = privci.gcm_sensitivity(lam)
+        sens = privci.gcm_sensitivity(lam, "paper")
         for eps in [0.1, 1.0, 7.0, 1 / 3]:
             meas, scale, spent = mechanisms._opendp_laplace(sens, eps)
             assert meas.map(sens) <= eps
@@ -306,7 +306,7 @@ def test_hardened_result_record():
     assert p.bounds == {"x_bound": (3.0,), "y_bound": (3.0,), "x_center": (0.0,), "y_center": (0.0,)}
     assert "2-differentially private" in p.guarantee
     assert len(p.caveats) == 1 and "no-free-lunch" in p.caveats[0]
-    assert p.n_blocks == 20 and p.sensitivity_kind == "sharp"
+    assert p.n_blocks == 50 and p.sensitivity_kind == "paper"   # the defaults with z: Algorithm 1
     assert "epsilon=2" in repr(res)
 
 
@@ -327,14 +327,14 @@ def test_cv_opt_in_states_caveat():
     res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, ridge_lambda="cv", rng=0)
     assert any("does NOT cover the tuning" in c for c in res.privacy.caveats)
     assert res.privacy.ridge_lambda == 5.0   # bound uses the grid minimum
-    assert res.privacy.sensitivity == pytest.approx(privci.gcm_sensitivity(5.0))
+    assert res.privacy.sensitivity == pytest.approx(privci.gcm_sensitivity(5.0, "paper"))
 
 
 def test_multivariate_privgcm_noise_over_all_columns():
     rng = np.random.default_rng(6)
     x, y, z = _random_data(rng, 100, 1, p=2, q=2)
     res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
-    assert res.privacy.sensitivity == pytest.approx(4 * privci.gcm_sensitivity(5.0))
+    assert res.privacy.sensitivity == pytest.approx(4 * privci.gcm_sensitivity(5.0, "paper"))
     assert res.privacy.noise_scale == pytest.approx(res.privacy.sensitivity)
     assert res.n_sim == 200 and 0 < res.pvalue <= 1
     again = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
@@ -408,6 +408,7 @@ def rejection_rate(n, d, eps, beta, reps, seed, **kw):
         rng = np.random.default_rng(child)
         x, y, z = naive.paper_data(rng, n, d=d, beta=beta)
         kw.setdefault("n_blocks", None)   # the power theorem's per-product mechanism
+        kw.setdefault("sensitivity", "sharp")
         r = privci.privgcm(x, y, z, epsilon=eps, x_bound=a, y_bound=b, rng=rng, **kw)
         rej += r.pvalue < 0.05
         stats_.append(r.statistic)
@@ -437,7 +438,7 @@ def predicted_mean(n, beta, eps, lam=5.0):
     a, b = sim_bounds(beta)
     rho = beta / (a * b)
     sigma = np.sqrt(1 + 2 * beta ** 2) / (a * b)
-    delta = privci.gcm_sensitivity(lam)
+    delta = privci.gcm_sensitivity(lam, "sharp")   # rejection_rate's mechanism
     return np.sqrt(n) * rho / np.sqrt(sigma ** 2 + 2 * (delta / eps) ** 2)
 
 

@@ -91,7 +91,7 @@ def test_feature_rng_reproducible_and_independent_of_data():
     c = privci.residual_products(x, y, z, feature_rng=5, **kw)
     np.testing.assert_array_equal(a.products, b.products)
     assert np.abs(a.products - c.products).max() > 1e-6
-    assert a.sensitivity == c.sensitivity == privci.gcm_sensitivity(5.0)
+    assert a.sensitivity == c.sensitivity == privci.gcm_sensitivity(5.0, "paper")
     res = privci.privgcm(x, y, z, epsilon=1.0, rng=1, feature_rng=4, **kw)
     assert any("random Fourier features" in cav for cav in res.privacy.caveats)
 
@@ -242,7 +242,7 @@ def test_hardened_laplace_parallel_chunks_are_independent_and_calibrated(monkeyp
 
     monkeypatch.setattr(mechanisms, "_PARALLEL_MIN", 1000)
     monkeypatch.setattr(mechanisms, "_CHUNK", 500)
-    sens, eps = privci.gcm_sensitivity(5.0), 2.0
+    sens, eps = privci.gcm_sensitivity(5.0, "paper"), 2.0
     noisy, info = mechanisms.laplace_mechanism(np.zeros(8000), sens, eps)
     assert info.hardened and info.scale >= sens / eps
     meas, scale, spent = mechanisms._opendp_laplace(sens, eps, 8000)

@@ -363,9 +363,11 @@ def _pair_sign_sum(x, y):
     block = max(1, 2_000_000 // k)
     for start in range(0, k, block):
         stop = min(k, start + block)
-        sx = np.sign(x[start:stop, None] - x[None, :])
-        sy = np.sign(y[start:stop, None] - y[None, :])
-        total += int(np.sum(sx * sy, dtype=np.int64))
+        # signs by comparison: exact, and no overflow warning for extreme values
+        xa, ya = x[start:stop, None], y[start:stop, None]
+        sx = (xa > x[None, :]).astype(np.int8) - (xa < x[None, :]).astype(np.int8)
+        sy = (ya > y[None, :]).astype(np.int8) - (ya < y[None, :]).astype(np.int8)
+        total += int(np.sum(sx.astype(np.int64) * sy, dtype=np.int64))
     return total // 2   # every unordered pair was counted twice
 
 

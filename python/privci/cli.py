@@ -242,9 +242,14 @@ def main(argv=None):
             if args.x_mean_column:
                 mu = data[args.x_mean_column]
             else:
+                # a public function of each row's z, applied row by row by privcrt (which
+                # maps a non-finite value, e.g. an overflow at an extreme z, to a finite
+                # one instead of failing on one data set only)
                 icpt, coefs = parse_linear_formula(args.x_mean_formula, args.z)
-                mu = icpt + sum(c * data[name] for name, c in coefs.items())
-                mu = np.broadcast_to(np.asarray(mu, dtype=float), x.shape).copy()
+                coef = np.array([coefs.get(name, 0.0) for name in args.z])
+
+                def mu(zz, icpt=icpt, coef=coef):
+                    return icpt + np.asarray(zz, dtype=np.float64) @ coef
             mx = GaussianModelX(mu, args.x_scale)
             res = privcrt(x, y, z, epsilon=args.epsilon, model_x=mx, y_bound=args.y_bound,
                                x_residual_bound=args.x_residual_bound,

@@ -393,7 +393,7 @@ class _GCMInputs:
 @accepts_data_frames
 def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
                       kernel_approximation="exact", n_features=512, feature_rng=None,
-                      x_center=0.0, y_center=0.0, sensitivity="sharp"):
+                      x_center=0.0, y_center=0.0, sensitivity="paper"):
     """The PrivGCM transformation: clip, rescale, KRR residuals, products, sensitivity.
 
     Parameters
@@ -425,9 +425,9 @@ def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kerne
         strong regularisation the privacy bound needs, removes little of a
         constant: put the centre near the mean, or the residual products
         have a non-zero mean even under independence (a level failure).
-    sensitivity : {"sharp", "paper"}, default "sharp"
+    sensitivity : {"paper", "sharp"}, default "paper"
         Which proved constant certifies the products (see
-        :func:`privci.gcm_sensitivity`); ``"paper"`` reproduces the paper.
+        :func:`privci.gcm_sensitivity`); the default follows :func:`privgcm`.
 
     Returns
     -------
@@ -457,11 +457,15 @@ def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kerne
     >>> z = rng.normal(size=100); x = rng.normal(size=100); y = rng.normal(size=100)
     >>> rp = privci.residual_products(x, y, z, x_bound=4, y_bound=4)
     >>> rp.products.shape, round(rp.sensitivity, 3)
-    ((100,), 3.63)
+    ((100,), 11.729)
     >>> round(privci.residual_products(x, y, z, x_bound=4, y_bound=4,
-    ...                                sensitivity="paper").sensitivity, 3)
-    11.729
+    ...                                sensitivity="sharp").sensitivity, 3)
+    3.63
     """
+    if isinstance(ridge_lambda, str):
+        raise ValueError("`ridge_lambda` must be a positive number fixed before seeing the data "
+                         f"(the transformation certifies a sensitivity for it); got "
+                         f"{ridge_lambda!r} instead ('cv' is an opt-in of privgcm only).")
     inp = _GCMInputs(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, None,
                      kernel_approximation, n_features, feature_rng, x_center, y_center,
                      sensitivity)
@@ -483,7 +487,7 @@ def _remaining_budget(total, spent):
     return r
 
 
-def _check_n_blocks(n_blocks, n):
+def _check_n_blocks(n_blocks, n, conditional):
     """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
     if n_blocks is None:
         return n
@@ -491,7 +495,7 @@ def _check_n_blocks(n_blocks, n):
         if n_blocks != "auto":
             raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
                              f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
-        return auto_n_blocks(n)
+        return auto_n_blocks(n, conditional)
     k = V.check_int(n_blocks, "n_blocks", 2)
     if k > n:
         raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
@@ -503,7 +507,7 @@ def _check_n_blocks(n_blocks, n):
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="sharp",
+            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
             budget=None):
     """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
@@ -512,8 +516,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     :func:`residual_products`), sums them within ``n_blocks`` blocks of a
     random, data-independent partition of the rows, adds Laplace noise of
     scale sensitivity / epsilon to every block sum, and tests on the noisy
-    block sums (post-processing).  ``n_blocks=None`` (one block per row) with
-    ``sensitivity="paper"`` is the paper's Algorithm 1.
+    block sums (post-processing).  With z given, the defaults (one block per
+    row, the paper's constant) are the paper's Algorithm 1.
 
     Parameters
     ----------
@@ -562,10 +566,19 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         the vector of block sums is that of the products (each row lies in one
         block), so each block sum gets Laplace(sensitivity / epsilon): the
         noise in the statistic shrinks by a factor of about k / n against
-        per-product noise.  ``"auto"``: min(n, 20) (a public rule).  None:
-        k = n, noise on every product (Algorithm 1).
-    sensitivity : {"sharp", "paper"}, default "sharp"
-        The proved constant (see :func:`privci.gcm_sensitivity`).
+        per-product noise.  None: k = n, noise on every product (Algorithm 1).
+        ``"auto"`` (a public rule, see :func:`privci._private.auto_n_blocks`):
+        min(n, 20) without conditioning; n (Algorithm 1) when z is given,
+        because the noise of Algorithm 1 is what hides the bias of the
+        strongly regularised regression (measured: fewer blocks or the sharp
+        constant with the default regression reject up to all true nulls at
+        n = 10^4).  Choose k < n with z only when the regressions are known to
+        fit well (then the power gain is large).
+    sensitivity : {"paper", "sharp"}, default "paper"
+        The proved constant (see :func:`privci.gcm_sensitivity`).  Both are
+        valid privacy guarantees; "sharp" is 3.2 times smaller at lambda = 5
+        and adds correspondingly less noise, which, like fewer blocks, exposes
+        the regression's bias (see ``n_blocks``); without z both equal 2.
     budget : privci.PrivacyBudget, optional
         Charged ``epsilon`` before anything is computed from the data; a
         release that would overspend raises ``BudgetExceededError`` and
@@ -598,8 +611,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     >>> y = np.cos(z) + rng.normal(size=500)
     >>> res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7)
     >>> res.privacy.hardened, res.privacy.n_blocks, 0 <= res.pvalue <= 1
-    (False, 20, True)
+    (False, 500, True)
     >>> stat, p = res                   # unpacks like scipy's results
+    >>> privci.privgcm(x, y, None, epsilon=1.0, x_bound=4, y_bound=4, rng=7).privacy.n_blocks
+    20
     """
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -617,7 +632,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     inp = _GCMInputs(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
                      kernel_approximation, n_features, feature_rng, x_center, y_center,
                      sensitivity)
-    k = _check_n_blocks(n_blocks, inp.n)
+    k = _check_n_blocks(n_blocks, inp.n, inp.za is not None)
     composition = _charge(budget, eps, test="privgcm",
                           details=f"n = {inp.n}, {k} blocks")
     rp, caveats, centre_info = inp.transform(centre_noise)
