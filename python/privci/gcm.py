@@ -209,6 +209,9 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     >>> res.pvalue > 0.001
     True
     """
+    from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
+    if _dask.is_dask(x, y, z):
+        return _dask.gcm(**{k: v for k, v in locals().items() if k != "_dask"})
     xa = V.as_data(x, "x", min_rows=2)
     ya = V.as_data(y, "y", min_rows=2)
     za = V.as_data(z, "z", allow_none=True, min_rows=2)
@@ -567,7 +570,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         block), so each block sum gets Laplace(sensitivity / epsilon): the
         noise in the statistic shrinks by a factor of about k / n against
         per-product noise.  None: k = n, noise on every product (Algorithm 1).
-        ``"auto"`` (a public rule, see :func:`privci._private.auto_n_blocks`):
+        ``"auto"`` (a public rule, see ``privci._private.auto_n_blocks``):
         min(n, 20) without conditioning; n (Algorithm 1) when z is given,
         because the noise of Algorithm 1 is what hides the bias of the
         strongly regularised regression (measured: fewer blocks or the sharp
@@ -616,6 +619,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     >>> privci.privgcm(x, y, None, epsilon=1.0, x_bound=4, y_bound=4, rng=7).privacy.n_blocks
     20
     """
+    from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
+    if _dask.is_dask(x, y, z):
+        return _dask.privgcm(**{k: v for k, v in locals().items() if k != "_dask"})
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
     n_sim = V.check_int(n_sim, "n_sim", 1)
