@@ -476,6 +476,9 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     >>> res.pvalue, res.privacy.sensitivity > 0
     (0.05, True)
     """
+    from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
+    if _dask.is_dask(x, y, z, x_resamples):
+        return _dask.privcrt(**{k: v for k, v in locals().items() if k != "_dask"})
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
     user_rng = None if rng is None else V.check_rng(rng)

@@ -1,0 +1,194 @@
+"""The Dask path (issue 17): one test as map-reduce over partitions, equal to in memory.
+
+Runs on an in-process LocalCluster (processes=False, 2 threads) at small n.  Equality is
+asserted to rtol 1e-9: the two paths differ only in the order of floating-point sums.
+"""
+
+import numpy as np
+import pytest
+
+import privci
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+N = 3000
+CHUNK = 700          # 5 partitions of unequal size, not aligned with anything
+RFF = dict(kernel_approximation="rff", n_features=64)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    gen = np.random.default_rng(17)
+    z = gen.normal(size=(N, 2))
+    x = np.sin(z[:, 0]) + gen.normal(size=N)
+    y = np.cos(z[:, 1]) + 0.3 * x + gen.normal(size=N)
+    return x, y, z
+
+
+def _dask(*arrays):
+    return [None if a is None else da.from_array(a, chunks=(CHUNK,) + a.shape[1:])
+            for a in arrays]
+
+
+def _same(a, b):
+    assert a.n == b.n
+    np.testing.assert_allclose(a.statistic, b.statistic, rtol=1e-9)
+    np.testing.assert_allclose(a.pvalue, b.pvalue, rtol=1e-9, atol=1e-15)
+
+
+def _same_privacy(a, b):
+    pa, pb = a.privacy, b.privacy
+    for f in ("epsilon", "sensitivity", "noise_scale", "hardened", "ridge_lambda",
+              "kernel_sigma", "guarantee", "caveats", "n_blocks", "sensitivity_kind"):
+        assert getattr(pa, f) == getattr(pb, f), f
+    assert pa.bounds.keys() == pb.bounds.keys()
+    for key in pa.bounds:   # released centres: noisy means, summed in another order
+        np.testing.assert_allclose(pa.bounds[key], pb.bounds[key], rtol=1e-12)
+    assert pa.mechanism == pb.mechanism
+    assert "on Dask" in a.method and a.method.startswith(b.method)
+
+
+@pytest.mark.parametrize("n_blocks", [25, None])
+@pytest.mark.parametrize("conditional", [True, False])
+def test_privgcm_equals_in_memory(client, data, n_blocks, conditional):
+    x, y, z = data
+    z = z if conditional else None
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=n_blocks, feature_rng=3, **RFF)
+    mem = privci.privgcm(x, y, z, rng=11, **kw)
+    dsk = privci.privgcm(*_dask(x, y, z), rng=11, **kw)
+    _same(dsk, mem)
+    _same_privacy(dsk, mem)
+    # a different seed changes the result: the comparison can fail
+    other = privci.privgcm(*_dask(x, y, z), rng=12, **kw)
+    assert other.statistic != mem.statistic
+
+
+def test_privgcm_centre_noise_multivariate_blocks(client, data):
+    x, y, z = data
+    xx = np.column_stack([x, x ** 2 / 4])
+    kw = dict(epsilon=2.0, x_bound=[4, 4], y_bound=4, n_blocks=30, feature_rng=5,
+              center_epsilon=0.5, sensitivity="sharp", n_sim=99, **RFF)
+    gen_a, gen_b = np.random.default_rng(4), np.random.default_rng(4)
+    mem = privci.privgcm(xx, y, z, rng=gen_a, **kw)
+    dsk = privci.privgcm(*_dask(xx, y, z), rng=gen_b, **kw)
+    _same(dsk, mem)
+    _same_privacy(dsk, mem)
+    np.testing.assert_allclose(dsk.privacy.bounds["x_center"], mem.privacy.bounds["x_center"],
+                               rtol=1e-9)
+    # the user's generator is left where the in-memory path leaves it
+    assert gen_a.integers(1 << 62) == gen_b.integers(1 << 62)
+
+
+def test_privgcm_hardened_on_workers(client, data):
+    x, y, z = data
+    for n_blocks in (40, None):
+        res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4,
+                             n_blocks=n_blocks, **RFF)
+        assert res.privacy.hardened and "OpenDP" in res.privacy.mechanism
+        assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+
+
+def test_gcm_equals_in_memory(client, data):
+    x, y, z = data
+    for kw in (dict(ridge_lambda=0.05, feature_rng=2, **RFF),
+               dict(ridge_lambda=0.05, feature_rng=2, center=True, **RFF), {}):
+        zz = z if kw else None
+        mem = privci.gcm(x, y, zz, **kw)
+        dsk = privci.gcm(*_dask(x, y, zz), **kw)
+        _same(dsk, mem)
+        assert "on Dask" in dsk.method
+        np.testing.assert_allclose(np.asarray(dsk.resid_y.compute())[:, 0], mem.resid_y[:, 0],
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_privcrt_equals_in_memory_given_resamples(client, data):
+    x, y, z = data
+    gen = np.random.default_rng(8)
+    xr = np.sin(z[:, 0]) + gen.normal(size=(19, N))
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    kw = dict(epsilon=2.0, model_x=mx, y_bound=6, x_residual_bound=4, feature_rng=1, **RFF)
+    for seed in range(3):
+        mem = privci.privcrt(x, y, z, x_resamples=xr, rng=seed, **kw)
+        dsk = privci.privcrt(*_dask(x, y, z), x_resamples=da.from_array(xr, chunks=(19, 900)),
+                             rng=seed, **kw)
+        assert dsk.statistic == mem.statistic and dsk.pvalue == mem.pvalue
+        _same_privacy(dsk, mem)
+
+
+def test_privcrt_sampling_on_workers(client, data):
+    """Resamples drawn per partition: a valid test, strong dependence found (y built on x)."""
+    x, y, z = data
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    res = privci.privcrt(*_dask(x, y, z), epsilon=5.0, model_x=mx, y_bound=6,
+                         x_residual_bound=4, rng=0, **RFF)
+    assert res.n_resamples == 19 and res.pvalue == 0.05   # rank 0 of 20
+
+
+def test_errors(client, data):
+    x, y, z = data
+    xd, yd, zd = _dask(x, y, z)
+    with pytest.raises(ValueError, match="kernel_approximation='rff'"):
+        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=4, y_bound=4)
+    with pytest.raises(ValueError, match="kernel_approximation='rff'"):
+        privci.gcm(xd, yd, zd, ridge_lambda=1.0)
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    with pytest.raises(ValueError, match="kernel_approximation='rff'"):
+        privci.privcrt(xd, yd, zd, epsilon=1, model_x=mx, y_bound=4, x_residual_bound=4)
+    bad = x.copy()
+    bad[2500] = np.nan
+    with pytest.raises(ValueError, match="`x` contains NaN"):
+        privci.privgcm(_dask(bad)[0], yd, zd, epsilon=1, x_bound=4, y_bound=4, **RFF)
+    with pytest.raises(ValueError, match="`epsilon`"):
+        privci.privgcm(xd, yd, zd, epsilon=-1, x_bound=4, y_bound=4, **RFF)
+    with pytest.raises(ValueError, match="`x_bound`"):
+        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=-4, y_bound=4, **RFF)
+    with pytest.raises(ValueError, match="same number of rows"):
+        privci.privgcm(xd[:100], yd, zd, epsilon=1, x_bound=4, y_bound=4, **RFF)
+    with pytest.raises(ValueError, match="univariate"):
+        privci.privgcm(da.stack([xd, xd], axis=1), yd, zd, epsilon=1, x_bound=4, y_bound=4,
+                       n_blocks=None, **RFF)
+
+
+def test_budget_not_charged_on_bad_data(client, data):
+    x, y, z = data
+    budget = privci.PrivacyBudget(1.0)
+    bad = x.copy()
+    bad[5] = np.inf
+    with pytest.raises(ValueError, match="inf"):
+        privci.privgcm(_dask(bad)[0], *_dask(y, z), epsilon=1, x_bound=4, y_bound=4,
+                       budget=budget, **RFF)
+    privci.privgcm(*_dask(x, y, z), epsilon=1, x_bound=4, y_bound=4, budget=budget, **RFF)
+    with pytest.raises(privci.BudgetExceededError):
+        privci.privgcm(*_dask(x, y, z), epsilon=0.1, x_bound=4, y_bound=4, budget=budget,
+                       **RFF)
+
+
+def test_dask_dataframe_columns(client, data):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    x, y, z = data
+    frame = dd.from_pandas(pd.DataFrame({"x": x, "y": y, "z0": z[:, 0], "z1": z[:, 1]}),
+                           npartitions=4)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=20, feature_rng=3, rng=1, **RFF)
+    dsk = privci.privgcm(frame["x"], frame["y"], frame[["z0", "z1"]], **kw)
+    mem = privci.privgcm(x, y, z, **kw)
+    _same(dsk, mem)
+
+
+def test_import_privci_does_not_import_dask():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import sys, privci; "
+                          "print('dask' in sys.modules)"], capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
