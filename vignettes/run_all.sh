@@ -10,7 +10,7 @@ py=${PYTHON:-python3}
 data=$1; shift
 quick=""
 if [ "$1" = "--quick" ]; then quick="--quick"; shift; fi
-figs=${*:-1 2 3 4 5 6 rff auto causal}
+figs=${*:-1 2 3 4 5 6 rff auto causal bias}
 for f in $figs; do
   case $f in
     1) script=fig1_type1_vs_s.py; extra="";;
@@ -22,6 +22,7 @@ for f in $figs; do
     rff) script=rff_vs_exact.py; extra="";;
     auto) script=auto_bounds.py; extra="--data $data";;
     causal) script=causal_pc.py; extra="$data";;
+    bias) script=level_bias.py; extra="";;
     *) echo "unknown figure $f" >&2; exit 2;;
   esac
   echo "== figure $f: $script $quick $(date -u +%H:%M:%S)"

@@ -30,7 +30,8 @@ import numpy as np
 from . import _validation as V
 from .crt import GaussianModelX
 
-__all__ = ["CIData", "paper_data", "f_s", "FsMean", "paper_moments", "TableSubsampler"]
+__all__ = ["CIData", "paper_data", "confounded_data", "f_s", "FsMean", "paper_moments",
+           "TableSubsampler"]
 
 
 def f_s(z, s):
@@ -181,6 +182,37 @@ def paper_data(n, *, d=1, s=2.0, beta=0.0, bound_sd=4.0, rng=None):
                   x_residual_bound=bound_sd * mom["sd_x_residual"],
                   model_x=GaussianModelX(mean=FsMean(s), scale=1.0), null=(beta == 0.0),
                   params={"n": n, "d": d, "s": s, "beta": beta})
+
+
+# Var(1.5 sin Z + 0.5 Z), Z ~ N(0, 1): 1.125 (1 - e^-2) + 0.25 + 1.5 e^-1/2
+_CONF_VAR_F = 1.125 * (1.0 - math.exp(-2.0)) + 0.25 + 1.5 * math.exp(-0.5)
+
+
+def confounded_data(n, *, beta=0.0, bound_sd=4.0, rng=None):
+    """A confounded design: Z drives both X and Y (issue 13's level check).
+
+    Z ~ N(0, I_2), f(z) = 1.5 sin(z_1) + 0.5 z_1, X = f(Z) + N_X,
+    Y = f(Z) + N_Y + beta N_X; X is independent of Y given Z exactly when beta = 0.
+    Public bounds: ``bound_sd`` exact standard deviations of X and Y.
+
+    Examples
+    --------
+    >>> from privci import simulate
+    >>> dat = simulate.confounded_data(300, rng=0)
+    >>> dat.z.shape, round(dat.x_bound, 3), dat.null
+    ((300, 2), 7.062, True)
+    """
+    n = V.check_int(n, "n", 2)
+    beta = float(beta)
+    rng = V.check_rng(rng)
+    z = rng.standard_normal((n, 2))
+    f = 1.5 * np.sin(z[:, 0]) + 0.5 * z[:, 0]
+    nx = rng.standard_normal(n)
+    x = f + nx
+    y = f + rng.standard_normal(n) + beta * nx
+    return CIData(x=x, y=y, z=z, x_bound=bound_sd * math.sqrt(_CONF_VAR_F + 1.0),
+                  y_bound=bound_sd * math.sqrt(_CONF_VAR_F + 1.0 + beta * beta),
+                  null=(beta == 0.0), params={"n": n, "design": "confounded", "beta": beta})
 
 
 @dataclass(frozen=True, eq=False, repr=False)
