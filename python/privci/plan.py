@@ -99,6 +99,8 @@ class PowerPlan:
 
 
 def _sensitivity(test, sensitivity, ridge_lambda):
+    if sensitivity is None:
+        sensitivity = "paper" if test == "privgcm" else "sharp"
     if isinstance(sensitivity, numbers.Real) and not isinstance(sensitivity, bool):
         return V.positive_finite(sensitivity, "sensitivity")
     if sensitivity not in ("sharp", "paper"):
@@ -176,7 +178,7 @@ def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):
 
 def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=None,
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
-         sensitivity="sharp", n_blocks="auto", n_resamples=19, alpha=0.05,
+         sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
          alternative="two-sided", n_mc=20000, rng=0):
     """Approximate power of PrivGCM or PrivCRT, or the smallest n or epsilon for a target power.
 
@@ -202,12 +204,14 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     x_residual_bound : float or None
         PrivCRT's bound on |x - E[X | Z]| (default: ``x_bound``).
     ridge_lambda : float, default 5.0
-    sensitivity : {"sharp", "paper"} or float, default "sharp"
+    sensitivity : {"sharp", "paper"}, float or None, default None
         The constant of :func:`privci.gcm_sensitivity` /
         :func:`privci.crt_sensitivity` at ``ridge_lambda``, or a number.
-    n_blocks : "auto", int or None, default "auto"
-        PrivGCM's block aggregation: "auto" is min(n, 20) (privgcm's rule),
-        None one block per row (the paper's Algorithm 1).
+        None: the tests' defaults, "paper" for PrivGCM, "sharp" for PrivCRT.
+    n_blocks : None, "auto" or int, default None
+        PrivGCM's block aggregation: None is one block per row (the paper's
+        Algorithm 1, privgcm's default when z is given); "auto" is
+        min(n, 20) (privgcm's rule without z); an integer k >= 2.
     n_resamples : int, default 19
         PrivCRT's m.
     alpha : float, default 0.05
@@ -231,16 +235,18 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     Examples
     --------
     >>> from privci.plan import plan
-    >>> p = plan("privgcm", n=10_000, epsilon=1.0, effect=0.1, x_bound=4, y_bound=4)
-    >>> round(p.power, 2), p.n_blocks          # 20 blocks: privgcm's default
-    (0.7, 20)
-    >>> round(plan("privgcm", n=10_000, epsilon=1.0, effect=0.1, x_bound=4, y_bound=4,
-    ...            n_blocks=None).power, 3)     # one block per row (Algorithm 1)
-    0.052
-    >>> plan("privgcm", epsilon=1.0, power=0.8, effect=0.1, x_bound=4, y_bound=4).n
-    11298
-    >>> round(plan("privgcm", n=10_000, power=0.8, effect=0.1, x_bound=4, y_bound=4).epsilon, 2)
-    1.14
+    >>> p = plan("privgcm", n=10_000, epsilon=8.0, effect=1.0, x_bound=4, y_bound=5.7)
+    >>> round(p.power, 2)                      # Algorithm 1 (figure 4 measured 0.58)
+    0.56
+    >>> plan("privgcm", epsilon=8.0, power=0.8, effect=1.0, x_bound=4, y_bound=5.7).n
+    17564
+    >>> round(plan("privgcm", n=10_000, power=0.8, effect=1.0, x_bound=4,
+    ...            y_bound=5.7).epsilon, 1)
+    10.6
+    >>> p = plan("privgcm", n=10_000, epsilon=1.0, effect=0.1, x_bound=4, y_bound=4,
+    ...          n_blocks=20, sensitivity="sharp")  # 20 noisy block sums
+    >>> round(p.power, 2)
+    0.7
     >>> round(plan("privcrt", n=1000, epsilon=2.0, effect=0.5, x_bound=4, y_bound=4).power, 2)
     0.96
     """
