@@ -131,14 +131,15 @@ def run_memory(n, chunk, n_features):
 
 def render(rows, n_features, out):
     by = {}
+    chunk = next((r["chunk"] for r in rows if "chunk" in r), 250000)
     for r in rows:
         by.setdefault(r["n"], {})[r["what"]] = r
     lines = ["# One private test on a Dask cluster (bench_dask.py)", "",
              f"PrivGCM, d = {D_Z}, D = {n_features} frequencies ({2 * n_features} features), "
              f"lambda = {LAM}, 100 blocks, seeded noise; partitions of "
-             f"{next((r['chunk'] for r in rows if 'chunk' in r), 250000):,} rows generated inside the "
-             "graph; LocalCluster of 2 worker processes x 1 thread (numba and BLAS 1 thread "
-             "each).  In memory: one process, numba and BLAS on both cores.", "",
+             f"{chunk:,} rows generated inside the graph; LocalCluster of 2 worker "
+             "processes x 1 thread (numba and BLAS 1 thread each).  In memory: one process, "
+             "numba and BLAS on both cores.", "",
              "| n | Dask wall (s) | us / row | peak RSS per worker (MB) | peak extra per "
              "worker (MB) | in memory (s) | in-memory peak extra (MB) | Dask / in memory "
              "| rel. diff. of statistic |",
@@ -173,6 +174,8 @@ def main():
     ap.add_argument("--n-features", type=int, default=512)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--in-memory-max", type=int, default=1_000_000)
+    ap.add_argument("--dask-first", action="store_true",
+                    help="run the Dask case before the in-memory one (order check)")
     args = ap.parse_args()
     if args.worker is not None:
         what, n = args.worker[0], int(args.worker[1])
@@ -189,11 +192,11 @@ def main():
     here = os.path.abspath(__file__)
     common = ["--chunk", chunk, "--n-features", args.n_features, "--workers", args.workers]
     for n in sizes:
-        if n <= args.in_memory_max:
-            rows.append(C.run_worker(here, ["memory", n, *common]))
-            print(rows[-1], flush=True)
-        rows.append(C.run_worker(here, ["dask", n, *common]))
-        print(rows[-1], flush=True)
+        order = ["dask", "memory"] if args.dask_first else ["memory", "dask"]
+        for what in order:
+            if what == "dask" or n <= args.in_memory_max:
+                rows.append(C.run_worker(here, [what, n, *common]))
+                print(rows[-1], flush=True)
         render(rows, args.n_features, out)
     m = {r["n"]: r for r in rows if r["what"] == "memory"}
     for r in rows:
