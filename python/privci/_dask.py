@@ -32,6 +32,10 @@ single-threaded worker per core, started once per process):
        sums them and runs report-noisy-max on the worker, so only the selected
        rank leaves it.
 
+Runs over at least :data:`PROGRESS_MIN_ROWS` rows show Dask's progress bar for every
+pass (``distributed.progress``); the environment variable ``PRIVCI_DASK_PROGRESS=1``
+forces it on, ``=0`` off.
+
 No un-noised per-row value leaves a worker: partial block sums, G_j and B_j
 are sums over rows, and the client sees only G, B (which do not depend on the
 noise-free products) and noisy releases.  Memory per worker is bounded by the
