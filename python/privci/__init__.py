@@ -20,7 +20,8 @@ from .results import (CRTResult, CRTStatistics, GCMResult, PrivacyRecord, Privat
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("baselines", "simulate", "experiments", "mechanisms", "regression", "cli")
+_LAZY_SUBMODULES = ("baselines", "simulate", "experiments", "mechanisms", "regression", "cli",
+                    "causal", "bounds", "budget")
 
 
 def __getattr__(name):

@@ -511,7 +511,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None):
+            budget=None, bounds_epsilon=None):
     """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
@@ -533,9 +533,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     epsilon : float
         Privacy parameter (> 0).  The released (statistic, p-value) is
         epsilon-DP under the replacement of one row (x_i, y_i, z_i).
-    x_bound, y_bound : float or one per column
+    x_bound, y_bound : float, one per column, or "auto"
         Public bounds; data outside [center - bound, center + bound] are
-        clipped.
+        clipped.  ``"auto"``: released with differential privacy from the
+        data (a private upper quantile of |x - centre|, see
+        :func:`privci.bounds.private_bounds`), spending ``bounds_epsilon``.
     ridge_lambda : float or "cv", default 5.0
         Fixed before seeing the data (the default is the paper's
         lambda_K = 10).  ``"cv"`` opts in to cross-validation over
@@ -555,7 +557,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         Grid for ``ridge_lambda="cv"`` (default 5, 10, 20, ..., 1000).
     kernel_approximation, n_features, feature_rng, x_center, y_center
         See :func:`residual_products`.  Set the public centres near the means
-        of x and y: the ridge regression has no intercept.
+        of x and y: the ridge regression has no intercept.  ``"auto"``
+        centres: the private median (part of ``bounds_epsilon``) sets the
+        clipping window, and the data are then re-centred on private means
+        (``center_epsilon``, default 10% of ``epsilon`` in that case).
     center_epsilon : float, optional
         Private re-centring, for when no public centre near the means is
         known.  This part of ``epsilon`` (0 < center_epsilon < epsilon) buys
@@ -588,6 +593,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         Charged ``epsilon`` before anything is computed from the data; a
         release that would overspend raises ``BudgetExceededError`` and
         computes nothing.
+    bounds_epsilon : float, optional
+        The part of ``epsilon`` spent on the ``"auto"`` bounds and centres
+        (default 10% of ``epsilon`` when any is ``"auto"``; split equally
+        among the released quantities).  Sequential composition: the released
+        values are in ``privacy.bounds`` and the split in the guarantee.
 
     Returns
     -------
@@ -628,21 +638,59 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     mode = V.check_alternative(alternative)
     n_sim = V.check_int(n_sim, "n_sim", 1)
     user_rng = None if rng is None else V.check_rng(rng)
+    auto = {name: isinstance(v, str) and v == "auto" for name, v in
+            (("x_bound", x_bound), ("y_bound", y_bound), ("x_center", x_center),
+             ("y_center", y_center))}
+    for name, v in (("x_bound", x_bound), ("y_bound", y_bound), ("x_center", x_center),
+                    ("y_center", y_center)):
+        if isinstance(v, str) and not auto[name]:
+            raise ValueError(f"`{name}` must be a number, one per column, or 'auto'; got "
+                             f"{v!r} instead.")
+    eps_b = None
+    if any(auto.values()):
+        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
+                                                                            "bounds_epsilon")
+        if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
+            center_epsilon = 0.1 * eps
+    elif bounds_epsilon is not None:
+        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound or centre; got "
+                         f"{bounds_epsilon!r} with none.")
     eps_c = centre_noise = None
     eps_test = eps
+    if eps_b is not None:
+        if not eps_b < eps:
+            raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
+                             f"it is part of; got {eps_b!r} instead.")
+        eps_test = _remaining_budget(eps_test, eps_b)
     if center_epsilon is not None:
         eps_c = V.positive_finite(center_epsilon, "center_epsilon")
-        if not eps_c < eps:
-            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
-                             f"it is part of; got {center_epsilon!r} instead.")
-        eps_test = _remaining_budget(eps, eps_c)
+        if not eps_c < eps_test:
+            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
+                             f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
+                             "instead.")
+        eps_test = _remaining_budget(eps_test, eps_c)
         centre_noise = (eps_c, user_rng)
-    inp = _GCMInputs(x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-                     kernel_approximation, n_features, feature_rng, x_center, y_center,
-                     sensitivity)
+    inp = _GCMInputs(x, y, z, 1.0 if auto["x_bound"] else x_bound,
+                     1.0 if auto["y_bound"] else y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
+                     kernel_approximation, n_features, feature_rng,
+                     0.0 if auto["x_center"] else x_center,
+                     0.0 if auto["y_center"] else y_center, sensitivity)
     k = _check_n_blocks(n_blocks, inp.n, inp.za is not None)
     composition = _charge(budget, eps, test="privgcm",
                           details=f"n = {inp.n}, {k} blocks")
+    auto_params = None
+    if eps_b is not None:
+        from .bounds import _auto_public_parameters
+        with quiet():
+            auto_params = _auto_public_parameters(
+                inp.xa, inp.ya, epsilon=eps_b,
+                want_center=(auto["x_center"], auto["y_center"]),
+                want_bound=(auto["x_bound"], auto["y_bound"]),
+                x_center=inp.xc, y_center=inp.yc, rng=user_rng)
+        for key, attr in (("x_center", "xc"), ("y_center", "yc"), ("x_bound", "xb"),
+                          ("y_bound", "yb")):
+            if auto_params.get(key) is not None:
+                setattr(inp, attr, np.asarray(auto_params[key], dtype=np.float64))
     rp, caveats, centre_info = inp.transform(centre_noise)
     prod = rp.products.reshape(rp.products.shape[0], -1)
     value_bound = inp.rbound ** 2
@@ -675,12 +723,20 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     what = "block sums" if k < inp.n else "residual products"
     mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
+    parts = []
+    if auto_params is not None:
+        parts.append(f"{eps_b:g} for the released bounds/centres "
+                     f"({', '.join(auto_params['released'])})")
+        mechanism = f"{mechanism}; bounds: {auto_params['mechanism']} (epsilon {eps_b:g})"
+        caveats.extend(auto_params.get("caveats", ()))
     if centre_info is not None:
         mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
                      f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
                      f"(epsilon {eps_c:g})")
-        comp_text = (f" (sequential composition: {eps_c:g} for the released "
-                     f"centres, {eps_test:g} for the {what})")
+        parts.append(f"{eps_c:g} for the released centres")
+    if parts:
+        comp_text = (f" (sequential composition: {', '.join(parts)}, {eps_test:g} for the "
+                     f"{what})")
     covered = inp.grid is None
     record = PrivacyRecord(
         epsilon=eps, mechanism=mechanism, sensitivity=rp.sensitivity,

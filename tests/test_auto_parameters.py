@@ -1,0 +1,80 @@
+"""privgcm(x_bound="auto", ...): bounds and centres released with differential privacy (issue 15)."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import privci
+
+
+def _shifted(rng, n, beta=0.0, shift=50.0):
+    z = rng.normal(size=n)
+    x = shift + np.sin(z) + rng.normal(size=n)
+    y = shift + np.cos(z) + beta * x + rng.normal(size=n)
+    return x, y, z
+
+
+def test_auto_parameters_are_released_and_composed():
+    rng = np.random.default_rng(1)
+    x, y, z = _shifted(rng, 2000)
+    res = privci.privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
+                         x_center="auto", y_center="auto", rng=5)
+    p = res.privacy
+    assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+    assert p.epsilon == 3.0
+    # released centres near the data, bounds of the order of the spread (not 1e9)
+    assert abs(p.bounds["x_center"][0] - 50) < 1 and abs(p.bounds["y_center"][0] - 50) < 1
+    assert 0.2 < p.bounds["x_bound"][0] < 10 and 0.2 < p.bounds["y_bound"][0] < 10
+    assert "0.3 for the released bounds/centres" in p.guarantee
+    assert "0.3 for the released centres" in p.guarantee and "2.4 for the" in p.guarantee
+    # same seed, same result (seeded path)
+    again = privci.privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
+                           x_center="auto", y_center="auto", rng=5)
+    assert again.statistic == res.statistic and again.privacy.bounds == p.bounds
+
+
+def test_auto_bound_only_keeps_public_centre_and_charges_once():
+    rng = np.random.default_rng(2)
+    x, y, z = _shifted(rng, 1500, shift=0.0)
+    budget = privci.PrivacyBudget(epsilon=2.0)
+    res = privci.privgcm(x, y, z, epsilon=1.5, x_bound="auto", y_bound=4.0,
+                         bounds_epsilon=0.5, budget=budget)
+    assert res.privacy.bounds["x_center"] == (0.0,) and res.privacy.bounds["y_bound"] == (4.0,)
+    assert "0.5 for the released bounds/centres (x_bound[0])" in res.privacy.guarantee
+    assert Fraction(budget.spent) == Fraction(1.5)
+    with pytest.raises(privci.BudgetExceededError):
+        privci.privgcm(x, y, z, epsilon=1.0, x_bound="auto", y_bound=4.0, budget=budget)
+    assert Fraction(budget.spent) == Fraction(1.5)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(x_bound="wide"), r"`x_bound` must be a number, one per column, or 'auto'"),
+    (dict(x_center="median"), r"`x_center` must be a number, one per column, or 'auto'"),
+    (dict(bounds_epsilon=0.1), r"`bounds_epsilon` is only used with an 'auto'"),
+    (dict(x_bound="auto", bounds_epsilon=1.0), r"`bounds_epsilon` must be smaller than"),
+    (dict(x_center="auto", bounds_epsilon=0.5, center_epsilon=0.5),
+     r"`center_epsilon` must be smaller than"),
+])
+def test_auto_bad_input(kwargs, match):
+    rng = np.random.default_rng(3)
+    x, y, z = _shifted(rng, 100)
+    args = dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, rng=0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        privci.privgcm(x, y, z, **args)
+
+
+def test_auto_level_on_a_shifted_design_quick():
+    """X and Y shifted by +50, no public knowledge of the range: 120 null data sets at
+    n = 1000, epsilon = 2; rejection rate at most 0.12 (a correct 5% test exceeds this with
+    probability below 0.2%)."""
+    ss = np.random.SeedSequence(77)
+    rej = 0
+    for child in ss.spawn(120):
+        rng = np.random.default_rng(child)
+        x, y, z = _shifted(rng, 1000)
+        res = privci.privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound="auto",
+                             x_center="auto", y_center="auto", rng=rng)
+        rej += res.pvalue <= 0.05
+    assert rej / 120 <= 0.12
