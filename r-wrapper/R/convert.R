@@ -72,9 +72,12 @@
 # Call privci.<fun>(**args). Python warnings become R warnings and Python
 # exceptions become R errors, both with Python's message unchanged; the
 # error's class names the Python exception (e.g. "python.builtin.ValueError").
+# `fun` is a function name in privci or a Python callable (privci.causal.pc);
+# R wrappers of Python objects (privci_budget) in `args` are unwrapped.
 .py_call <- function(fun, args, call) {
   mod <- .privci()
-  f <- mod[[fun]]
+  f <- if (is.character(fun)) mod[[fun]] else fun
+  args <- lapply(args, function(a) if (inherits(a, "privci_budget")) .py_budget(a) else a)
   warn <- reticulate::import("warnings", convert = FALSE)
   catcher <- warn$catch_warnings(record = TRUE)
   caught <- catcher$`__enter__`()
@@ -102,7 +105,8 @@
 .py_error <- function(e, call) {
   last <- reticulate::py_last_error()
   msg <- conditionMessage(e)
-  if (is.null(last) || !startsWith(msg, paste0(last$type, ":"))) {
+  # the message may start with the qualified name (privci.budget.BudgetExceededError:)
+  if (is.null(last) || !grepl(paste0("^([[:alnum:]_]+\\.)*", last$type, ":"), msg)) {
     stop(e)
   }
   stop(structure(

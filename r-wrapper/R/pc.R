@@ -1,0 +1,130 @@
+#' Differentially private PC algorithm
+#'
+#' The PC algorithm (PC-stable) with private conditional independence tests,
+#' computed by the Python function `privci.causal.pc`: every test is a
+#' PrivGCM test charged to a privacy budget of total `epsilon` before it
+#' reads the data, and the skeleton and the CPDAG are post-processing of the
+#' released p-values, so the whole run is `epsilon`-differentially private
+#' under the replacement of one row.
+#'
+#' @param data Numeric data frame or matrix (n rows, one column per variable).
+#' @param epsilon Total privacy budget of the run (> 0).
+#' @param bounds Public bounds, one number or one per column, fixed before
+#'   seeing the data: values outside \[center - bound, center + bound\] are
+#'   clipped.
+#' @param centers Public centres, one number or one per column.
+#' @param alpha Level of each test.
+#' @param seed `NULL` (default: OpenDP's hardened noise; use it for a
+#'   release) or a whole number (seeded numpy noise: reproducible, not
+#'   hardened, for simulations).
+#' @param ... Further named arguments, passed unchanged to the Python function
+#'   `privci.causal.pc`: e.g. `max_order`, `split` (`"levels"`, `"halves"`
+#'   or `"tests"`), `delta` and `composition`, `on_exhausted`, `budget` (an
+#'   outer [privci_budget()] of the data set, charged the whole run once), or
+#'   options of the tests (`ridge_lambda`, `kernel_sigma`, ...).
+#' @param x A `privci_pc` object.
+#'
+#' @return A list of class `privci_pc` with `adjacency` (logical p x p
+#'   matrix, symmetric, with the column names of `data` as dimnames),
+#'   `directed` (integer p x p matrix: the CPDAG in causal-learn's encoding,
+#'   `directed[i, j] == -1` and `directed[j, i] == 1` for i -> j, -1 both ways
+#'   for an undirected edge), `edges` (a data frame with `from`, `mark`
+#'   (`"->"` or `"--"`) and `to`), `ledger` (the budget's ledger as a data
+#'   frame, one row per released test, see [budget_ledger()]), `budget` (the
+#'   run's [privci_budget()]), `n_tests`, `epsilon`, `spent`, `alpha`,
+#'   `guarantee` and `caveats`. `print()` shows the edges and the privacy
+#'   accounting.
+#' @seealso [privgcm()], [privci_budget()].
+#' @export
+#' @examples
+#' if (privci_available()) {
+#'   n <- 500
+#'   A <- rnorm(n)
+#'   B <- rnorm(n)
+#'   C <- A + B + rnorm(n, sd = 0.5)
+#'   D <- C + rnorm(n, sd = 0.5)
+#'   d <- data.frame(A, B, C, D)
+#'   res <- pc(d, epsilon = 20, bounds = 4, seed = 1)
+#'   res
+#'   res$adjacency
+#'   res$ledger
+#' }
+pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL, ...) {
+  call <- match.call()
+  if (is.data.frame(data) || is.matrix(data)) {
+    names_ <- colnames(data)
+    if (is.null(names_)) names_ <- paste0("V", seq_len(ncol(data)))
+  } else {
+    names_ <- NULL
+  }
+  args <- list(data = .py_data(data), epsilon = epsilon, bounds = bounds, centers = centers,
+               alpha = alpha, rng = .py_seed(seed))
+  res <- .py_call(.privci_causal()$pc, c(args, .py_extra(list(...), names(args), "causal.pc")),
+                  call)
+  adjacency <- res$adjacency
+  storage.mode(adjacency) <- "logical"
+  directed <- res$directed
+  storage.mode(directed) <- "integer"
+  if (is.null(names_)) names_ <- as.character(unlist(res$names))
+  dimnames(adjacency) <- dimnames(directed) <- list(names_, names_)
+  budget <- .as_budget(res$budget)
+  structure(list(
+    adjacency = adjacency,
+    directed = directed,
+    edges = .pc_edges(directed),
+    ledger = budget_ledger(budget),
+    budget = budget,
+    n_tests = as.integer(res$n_tests),
+    epsilon = res$epsilon,
+    spent = budget_spent(budget),
+    alpha = res$alpha,
+    guarantee = res$guarantee,
+    caveats = gsub("rng=None", "seed = NULL", as.character(unlist(res$caveats)), fixed = TRUE)
+  ), class = "privci_pc")
+}
+
+# The Python module privci.causal, imported once (after .privci() has
+# checked that Python, privci and numpy are usable).
+.privci_causal <- function() {
+  .privci()
+  if (is.null(.state$causal)) {
+    .state$causal <- reticulate::import("privci.causal")
+  }
+  .state$causal
+}
+
+# The CPDAG's edges (causal-learn's encoding) as a data frame.
+.pc_edges <- function(g) {
+  nm <- rownames(g)
+  from <- mark <- to <- character()
+  p <- nrow(g)
+  for (i in seq_len(p - 1L)) {
+    for (j in seq.int(i + 1L, p)) {
+      if (g[i, j] == -1L && g[j, i] == 1L) {
+        from <- c(from, nm[i]); mark <- c(mark, "->"); to <- c(to, nm[j])
+      } else if (g[j, i] == -1L && g[i, j] == 1L) {
+        from <- c(from, nm[j]); mark <- c(mark, "->"); to <- c(to, nm[i])
+      } else if (g[i, j] != 0L) {
+        from <- c(from, nm[i]); mark <- c(mark, "--"); to <- c(to, nm[j])
+      }
+    }
+  }
+  data.frame(from = from, mark = mark, to = to, stringsAsFactors = FALSE)
+}
+
+#' @rdname pc
+#' @export
+print.privci_pc <- function(x, ...) {
+  cat("\n\tPrivate PC algorithm (PrivGCM tests)\n\n")
+  cat("variables: ", paste(rownames(x$adjacency), collapse = ", "), "\n", sep = "")
+  edges <- if (nrow(x$edges)) paste(x$edges$from, x$edges$mark, x$edges$to) else "none"
+  cat(strwrap(paste0("edges: ", paste(edges, collapse = ", ")), exdent = 2), sep = "\n")
+  cat(sprintf("tests released: %d, alpha = %s, epsilon spent: %s of %s\n", x$n_tests,
+              format(x$alpha), format(x$spent, digits = 6), format(x$epsilon, digits = 6)))
+  cat(strwrap(paste("guarantee:", x$guarantee), exdent = 2), sep = "\n")
+  for (caveat in x$caveats) {
+    cat(strwrap(paste("caveat:", caveat), exdent = 2), sep = "\n")
+  }
+  cat("\n")
+  invisible(x)
+}
