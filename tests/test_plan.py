@@ -36,6 +36,11 @@ def test_bad_inputs(kw, exc, match):
         plan(**args)
 
 
+def test_the_module_is_callable_as_privci_plan():
+    import privci.plan as module
+    assert module(n=1000, epsilon=1.0, **GCM) == plan(n=1000, epsilon=1.0, **GCM)
+
+
 def test_effect_must_be_a_number():
     with pytest.raises(TypeError, match="effect"):
         plan(n=100, epsilon=1.0, effect="big")

@@ -3,7 +3,10 @@
 :func:`plan` answers the planning questions from public numbers only (n,
 epsilon, the public bounds and an assumed effect size); it never touches data.
 Give all of ``n``, ``epsilon`` and ``power`` but one: the missing one is
-computed (the power, the smallest n, or the smallest epsilon).
+computed (the power, the smallest n, or the smallest epsilon).  The module
+itself is callable, so ``privci.plan(...)`` (after ``import privci.plan``, or
+lazily once ``privci`` lists it) and ``from privci.plan import plan`` are the
+same function.
 
 Approximations (the effect in units of the bounds: rho = effect /
 (x_bound y_bound) and sigma = effect_sd / (x_bound y_bound), C the L1
@@ -353,3 +356,13 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                      power=float(pval), alpha=alpha, effect=effect, effect_sd=float(effect_sd),
                      rho=rho, sigma=sigma, sensitivity=C, n_blocks=k, noncentrality=nc,
                      approximation=approx, details=details)
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """``privci.plan(...)`` calls :func:`plan` whether ``privci.plan`` is this module or the function."""
+
+    def __call__(self, *args, **kwargs):
+        return plan(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule
