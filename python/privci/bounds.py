@@ -122,7 +122,7 @@ def candidate_grid(public_range=None, *, points_per_decade=_CENTER_POINTS_PER_DE
     --------
     >>> from privci import bounds
     >>> g = bounds.candidate_grid(points_per_decade=1, min_exponent=-1, max_exponent=1)
-    >>> g.tolist()
+    >>> [round(v, 12) for v in g.tolist()]
     [-10.0, -1.0, -0.1, 0.0, 0.1, 1.0, 10.0]
     >>> bounds.candidate_grid((0, 10), positive=True)[[0, -1]].tolist()
     [0.001, 10.0]
