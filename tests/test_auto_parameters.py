@@ -78,3 +78,39 @@ def test_auto_level_on_a_shifted_design_quick():
                              x_center="auto", y_center="auto", rng=rng)
         rej += res.pvalue <= 0.05
     assert rej / 120 <= 0.12
+
+
+def test_privcrt_auto_bounds_are_released_and_composed():
+    rng = np.random.default_rng(5)
+    n = 2000
+    z = rng.normal(size=n)
+    x = np.sin(z) + rng.normal(size=n)
+    y = 30 + 2 * (x - np.sin(z)) + rng.normal(size=n)
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    res = privci.privcrt(x, y, z, epsilon=2.0, model_x=mx, y_bound="auto",
+                         x_residual_bound="auto", y_center="auto", rng=1)
+    b = res.privacy.bounds
+    assert abs(b["y_center"] - 30) < 1 and 0.5 < b["x_residual_bound"] < 5
+    assert 0.5 < b["y_bound"] < 10
+    assert "0.2 for the released bounds/centres" in res.privacy.guarantee
+    assert "1.8 for the rank" in res.privacy.guarantee
+    assert res.pvalue == 0.05          # a strong dependence is found
+    with pytest.raises(ValueError, match="need a privacy budget"):
+        privci.crt_statistics(x, y, z, model_x=mx, y_bound="auto", x_residual_bound=4)
+    with pytest.raises(ValueError, match="`y_bound` must be a number or 'auto'"):
+        privci.privcrt(x, y, z, epsilon=2.0, model_x=mx, y_bound="wide", x_residual_bound=4)
+
+
+def test_privcrt_auto_level_quick():
+    """Null with Y shifted by +30: 100 data sets, n = 1000, epsilon = 2, m = 19; rejection rate
+    at most 0.12 (a correct 5% test exceeds it with probability below 1%)."""
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    rej = 0
+    for child in np.random.SeedSequence(31).spawn(100):
+        rng = np.random.default_rng(child)
+        z = rng.normal(size=1000)
+        x = np.sin(z) + rng.normal(size=1000)
+        y = 30 + np.cos(z) + rng.normal(size=1000)
+        rej += privci.privcrt(x, y, z, epsilon=2.0, model_x=mx, y_bound="auto",
+                              x_residual_bound="auto", y_center="auto", rng=rng).pvalue <= 0.05
+    assert rej / 100 <= 0.12

@@ -21,7 +21,7 @@ from .results import (CRTResult, CRTStatistics, GCMResult, PrivacyRecord, Privat
 __version__ = "0.1.0"
 
 _LAZY_SUBMODULES = ("baselines", "simulate", "experiments", "mechanisms", "regression", "cli",
-                    "causal", "bounds", "budget")
+                    "causal", "bounds", "budget", "plan")
 
 
 def __getattr__(name):

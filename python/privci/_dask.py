@@ -695,7 +695,7 @@ def _noisy_rank(parts, mode, sensitivity, epsilon, state):
 def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
             x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
             rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
-            y_center=0.0, sensitivity="sharp", budget=None):
+            y_center=0.0, sensitivity="sharp", budget=None, bounds_epsilon=None):
     """:func:`privci.privcrt` over the partitions of Dask arrays.
 
     With ``x_resamples`` given (an (m, n) array, Dask or numpy) the result
@@ -703,6 +703,11 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     drawn from ``model_x``, every partition draws its own from a stream
     derived from ``rng`` and its index: the same law, not the in-memory draws.
     """
+    if bounds_epsilon is not None or any(isinstance(v, str) for v in (y_bound, x_residual_bound,
+                                                                       y_center)):
+        raise ValueError("'auto' bounds and centres are not available on Dask arrays yet: "
+                         "release them first with privci.bounds.private_bounds on a sample "
+                         "or pass public values.")
     from dask import delayed
 
     from ._private import SEEDED_CAVEAT, guarantee_text, new_entropy

@@ -296,7 +296,7 @@ def _private_x_residuals(plan, xa, za, rng, xrb):
 
 def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                     ridge_lambda, kernel_sigma, rng, kernel_approximation, n_features,
-                    feature_rng, y_center=None, sensitivity="sharp", charge=None):
+                    feature_rng, y_center=None, sensitivity="sharp", charge=None, auto=None):
     xa = _univariate(V.as_data(x, "x"), "x")
     ya = V.as_data(y, "y")
     _univariate(ya, "y")
@@ -306,9 +306,17 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
     conditional = za is not None
     if not conditional:
         za = np.zeros((n, 0))
-    yb = V.positive_finite(y_bound, "y_bound")
-    yc = float(V.public_centres(y_center, "y_center", 1)[0])
-    xrb = V.positive_finite(x_residual_bound, "x_residual_bound")
+    # auto = (epsilon for the released parameters, noise rng, record dict to fill) or None
+    is_auto = {k: isinstance(v, str) and v == "auto" for k, v in
+               (("y_bound", y_bound), ("x_residual_bound", x_residual_bound),
+                ("y_center", y_center))}
+    if any(is_auto.values()) and auto is None:
+        raise ValueError("'auto' bounds and centres need a privacy budget: use privci.privcrt "
+                         "(bounds_epsilon=) or privci.bounds.private_bounds first.")
+    yb = 1.0 if is_auto["y_bound"] else V.positive_finite(y_bound, "y_bound")
+    yc = 0.0 if is_auto["y_center"] else float(V.public_centres(y_center, "y_center", 1)[0])
+    xrb = 1.0 if is_auto["x_residual_bound"] else V.positive_finite(x_residual_bound,
+                                                                     "x_residual_bound")
     lam = V.positive_finite(ridge_lambda, "ridge_lambda")
     sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
     kind = _check_kind(sensitivity)
@@ -319,6 +327,28 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
     plan = _model_x_plan(model_x, za, n, n_resamples, x_resamples)
     if charge is not None:   # after every check, before anything is computed from the data
         charge()
+    if any(is_auto.values()):
+        from .bounds import _auto_public_parameters
+        eps_b, brng, out = auto
+        # the observed x's model-X residual: a row-wise map with the public law
+        if plan["mean_arr"] is not None:
+            mu = sanitize(plan["mean_arr"])
+        else:
+            fn = model_x.mean if plan["gaussian"] else model_x.conditional_mean
+            mu = _safe_call(fn, za, (n,), (1,), 0.0)
+        with quiet():
+            dev = np.nan_to_num(xa - mu, nan=0.0)
+            rel = _auto_public_parameters(
+                dev, ya, epsilon=eps_b, want_center=(False, is_auto["y_center"]),
+                want_bound=(is_auto["x_residual_bound"], is_auto["y_bound"]),
+                x_center=0.0, y_center=yc, rng=brng)
+        if rel.get("x_bound") is not None:
+            xrb = float(np.asarray(rel["x_bound"])[0])
+        if rel.get("y_bound") is not None:
+            yb = float(np.asarray(rel["y_bound"])[0])
+        if rel.get("y_center") is not None:
+            yc = float(np.asarray(rel["y_center"])[0])
+        out.update(rel)
     rx_all = _private_x_residuals(plan, xa, za, rng, xrb)
     with quiet():
         u = _kernels.clip_scale(ya - yc, np.array([yb]))
@@ -427,7 +457,7 @@ def _oriented(stats, mode):
 def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
             x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
             rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
-            y_center=0.0, sensitivity="sharp", budget=None):
+            y_center=0.0, sensitivity="sharp", budget=None, bounds_epsilon=None):
     """Differentially private conditional randomization test (PrivCRT, Algorithm 2).
 
     Parameters
@@ -450,6 +480,13 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     budget : privci.PrivacyBudget, optional
         Charged ``epsilon`` after the inputs are validated and before anything
         is computed from the data (a refused release computes nothing).
+    bounds_epsilon : float, optional
+        With ``y_bound``, ``x_residual_bound`` or ``y_center`` set to
+        ``"auto"``: the part of ``epsilon`` (default 10%) spent on releasing
+        them with differential privacy (private quantiles of |x - E[X | Z]|
+        and |y - centre|, the private median of y; see
+        :func:`privci.bounds.private_bounds`); sequential composition, the
+        released values are in ``privacy.bounds``.
 
     Returns
     -------
@@ -484,20 +521,40 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     user_rng = None if rng is None else V.check_rng(rng)
     sample_rng = user_rng if user_rng is not None else np.random.default_rng()
     charged = []
+    any_auto = any(isinstance(v, str) for v in (y_bound, x_residual_bound, y_center))
+    auto, eps_test, released = None, eps, {}
+    if any_auto:
+        from .gcm import _remaining_budget
+        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
+                                                                            "bounds_epsilon")
+        if not eps_b < eps:
+            raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
+                             f"it is part of; got {eps_b!r} instead.")
+        eps_test = _remaining_budget(eps, eps_b)
+        auto = (eps_b, user_rng, released)
+    elif bounds_epsilon is not None:
+        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound or centre; got "
+                         f"{bounds_epsilon!r} with none.")
+    for name, v in (("y_bound", y_bound), ("x_residual_bound", x_residual_bound),
+                    ("y_center", y_center)):
+        if isinstance(v, str) and v != "auto":
+            raise ValueError(f"`{name}` must be a number or 'auto'; got {v!r} instead.")
     cs = _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                          ridge_lambda, kernel_sigma, sample_rng, kernel_approximation,
                          n_features, feature_rng, y_center, sensitivity,
                          charge=lambda: charged.append(
                              _charge(budget, eps, test="privcrt",
-                                     details=f"m = {n_resamples if x_resamples is None else 'given'}")))
+                                     details=f"m = {n_resamples if x_resamples is None else 'given'}")),
+                         auto=auto)
     scores = _kernels.rank_scores(_oriented(cs.statistics, mode), cs.sensitivity)
-    c_hat, info = report_noisy_max(scores, eps, user_rng)
+    c_hat, info = report_noisy_max(scores, eps_test, user_rng)
     m = cs.statistics.shape[0] - 1
     caveats = []
     if not info.hardened:
         caveats.append(SEEDED_CAVEAT)
     caveats.append("the p-value is the privately selected rank; the paper proves accuracy "
                    "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
+    caveats.extend(released.get("caveats", ()))
     conditional = cs.ridge_lambda is not None
     record = PrivacyRecord(
         epsilon=eps, mechanism=f"{info.mechanism} ({cs.sensitivity_kind} sensitivity)",
@@ -508,7 +565,10 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
         guarantee=guarantee_text(
             eps, "rank, pvalue",
             "one row of (x, every resample, y, z)" if conditional
-            else "one row of (x, every resample, y)", hardened=info.hardened),
+            else "one row of (x, every resample, y)", hardened=info.hardened,
+            composition=(f" (sequential composition: {auto[0]:g} for the released bounds/centres"
+                         f" ({', '.join(released.get('released', ()))}), {eps_test:g} for the "
+                         "rank)") if auto is not None else ""),
         caveats=tuple(caveats), composition=charged[0] if charged else None,
         sensitivity_kind=cs.sensitivity_kind)
     method = "Private conditional randomization test (PrivCRT)"
