@@ -180,3 +180,24 @@ test_that("privgcm: the paper's Algorithm 1 through arguments passed on by `...`
     expect_equal(res$sensitivity, sens_gcm(5), tolerance = 1e-12)
   }
 })
+
+test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
+  skip_if_no_privci()
+  d <- sim_data(n = 800)
+  d$x <- d$x + 50
+  d$y <- d$y - 20
+  res <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = "auto", y_bound = "auto",
+                 x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, seed = 3)
+  expect_htest(res, "Z")
+  expect_true(abs(res$bounds$x_center - 50) < 2 && abs(res$bounds$y_center + 20) < 2)
+  expect_true(res$bounds$x_bound > 0.1 && res$bounds$x_bound < 20)
+  expect_match(res$guarantee, "0.4 for the released bounds/centres", fixed = TRUE)
+  py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = "auto", y_bound = "auto",
+                  x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, seed = 3)
+  expect_identical(unname(res$statistic), py$statistic)
+  mx <- gaussian_model_x(function(z) sin(as.matrix(z)[, 1]), 1)
+  crt <- privcrt(d$x - 50, d$y, d$z, epsilon = 2, model_x = mx, y_bound = "auto",
+                 x_residual_bound = "auto", y_center = "auto", seed = 4)
+  expect_match(crt$guarantee, "for the released bounds/centres", fixed = TRUE)
+  expect_true(crt$bounds$x_residual_bound > 0)
+})
