@@ -114,3 +114,24 @@ def test_privcrt_auto_level_quick():
         rej += privci.privcrt(x, y, z, epsilon=2.0, model_x=mx, y_bound="auto",
                               x_residual_bound="auto", y_center="auto", rng=rng).pvalue <= 0.05
     assert rej / 100 <= 0.12
+
+
+def test_z_scale_public_and_private():
+    """z_scale: a public per-column scale equals dividing z by hand; 'auto' releases private
+    scales (part of bounds_epsilon, stated in the guarantee) near the columns' sds."""
+    rng = np.random.default_rng(8)
+    n = 1500
+    z = rng.normal(size=(n, 2)) * [100.0, 0.01]
+    x = np.sin(z[:, 0] / 100) + rng.normal(size=n)
+    y = np.cos(z[:, 0] / 100) + rng.normal(size=n)
+    a = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale=[100, 0.01], rng=3)
+    b = privci.privgcm(x, y, z / [100, 0.01], epsilon=2.0, x_bound=4, y_bound=4, rng=3)
+    assert a.statistic == pytest.approx(b.statistic, rel=1e-12)
+    c = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="auto", rng=3)
+    s = c.privacy.bounds["z_scale"]
+    assert 70 < s[0] < 140 and 0.007 < s[1] < 0.014
+    assert "0.2 for the released scales of z" in c.privacy.guarantee
+    with pytest.raises(ValueError, match="`z_scale` must be None, a positive number"):
+        privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="sd")
+    with pytest.raises(ValueError, match="`z_scale` needs z"):
+        privci.privgcm(x, y, None, epsilon=2.0, x_bound=4, y_bound=4, z_scale=2.0)

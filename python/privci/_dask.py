@@ -401,10 +401,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None):
+            budget=None, bounds_epsilon=None, z_scale=None):
     """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc)."""
-    if bounds_epsilon is not None or any(isinstance(v, str) for v in (x_bound, y_bound,
-                                                                       x_center, y_center)):
+    if bounds_epsilon is not None or z_scale is not None or any(
+            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center)):
         raise ValueError("'auto' bounds and centres are not available on Dask arrays yet: "
                          "release them first with privci.bounds.private_bounds on a sample "
                          "or pass public values.")

@@ -511,7 +511,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None):
+            budget=None, bounds_epsilon=None, z_scale=None):
     """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
@@ -598,6 +598,13 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         (default 10% of ``epsilon`` when any is ``"auto"``; split equally
         among the released quantities).  Sequential composition: the released
         values are in ``privacy.bounds`` and the split in the guarantee.
+    z_scale : None, float, one per column of z, or "auto"
+        Divide each column of z by this scale before the kernel, so that
+        ``kernel_sigma`` does not depend on the units of z.  A number is a
+        public scale; ``"auto"`` releases a private scale per column
+        (:func:`privci.bounds.private_scale`, part of ``bounds_epsilon``).
+        Any fixed per-column rescaling keeps k(z, z) = 1, so the sensitivity
+        is unchanged.  None (default): z as given.
 
     Returns
     -------
@@ -646,15 +653,19 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if isinstance(v, str) and not auto[name]:
             raise ValueError(f"`{name}` must be a number, one per column, or 'auto'; got "
                              f"{v!r} instead.")
+    scale_auto = isinstance(z_scale, str) and z_scale == "auto"
+    if isinstance(z_scale, str) and not scale_auto:
+        raise ValueError(f"`z_scale` must be None, a positive number, one per column of z, or "
+                         f"'auto'; got {z_scale!r} instead.")
     eps_b = None
-    if any(auto.values()):
+    if any(auto.values()) or scale_auto:
         eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
                                                                             "bounds_epsilon")
         if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
             center_epsilon = 0.1 * eps
     elif bounds_epsilon is not None:
-        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound or centre; got "
-                         f"{bounds_epsilon!r} with none.")
+        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound, centre or z_scale; "
+                         f"got {bounds_epsilon!r} with none.")
     eps_c = centre_noise = None
     eps_test = eps
     if eps_b is not None:
@@ -676,14 +687,32 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                      0.0 if auto["x_center"] else x_center,
                      0.0 if auto["y_center"] else y_center, sensitivity)
     k = _check_n_blocks(n_blocks, inp.n, inp.za is not None)
+    if z_scale is not None and inp.za is None:
+        raise ValueError("`z_scale` needs z; got z = None.")
+    if z_scale is not None and not scale_auto:
+        inp.za = np.ascontiguousarray(inp.za / V.positive_bounds(z_scale, "z_scale",
+                                                                  inp.za.shape[1]))
     composition = _charge(budget, eps, test="privgcm",
                           details=f"n = {inp.n}, {k} blocks")
     auto_params = None
-    if eps_b is not None:
+    scale_params = None
+    if scale_auto:
+        from .bounds import private_scale
+        n_auto = sum(auto.values())
+        # the scale's share of bounds_epsilon: one part per z column against one per auto item
+        d = inp.za.shape[1]
+        eps_s = eps_b if n_auto == 0 else eps_b * d / (d + n_auto * max(inp.p, inp.q))
+        with quiet():
+            scale_params = private_scale(inp.za, epsilon=eps_s, rng=user_rng)
+        inp.za = np.ascontiguousarray(inp.za / np.asarray(scale_params.scale, dtype=np.float64))
+        eps_b_rest = _remaining_budget(eps_b, eps_s) if n_auto else 0.0
+    else:
+        eps_b_rest = eps_b
+    if eps_b is not None and any(auto.values()):
         from .bounds import _auto_public_parameters
         with quiet():
             auto_params = _auto_public_parameters(
-                inp.xa, inp.ya, epsilon=eps_b,
+                inp.xa, inp.ya, epsilon=eps_b_rest,
                 want_center=(auto["x_center"], auto["y_center"]),
                 want_bound=(auto["x_bound"], auto["y_bound"]),
                 x_center=inp.xc, y_center=inp.yc, rng=user_rng)
@@ -724,10 +753,14 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
     parts = []
+    if scale_params is not None:
+        parts.append(f"{scale_params.epsilon:g} for the released scales of z")
+        mechanism = f"{mechanism}; z scales: {scale_params.mechanism}"
     if auto_params is not None:
-        parts.append(f"{eps_b:g} for the released bounds/centres "
+        parts.append(f"{auto_params['epsilon']:g} for the released bounds/centres "
                      f"({', '.join(auto_params['released'])})")
-        mechanism = f"{mechanism}; bounds: {auto_params['mechanism']} (epsilon {eps_b:g})"
+        mechanism = (f"{mechanism}; bounds: {auto_params['mechanism']} "
+                     f"(epsilon {auto_params['epsilon']:g})")
         caveats.extend(auto_params.get("caveats", ()))
     if centre_info is not None:
         mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
@@ -743,7 +776,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
         kernel_sigma=rp.kernel_sigma if inp.za is not None else None,
         bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist()),
-                "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist())},
+                "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist()),
+                **({"z_scale": tuple(float(s) for s in scale_params.scale)}
+                   if scale_params is not None else {})},
         guarantee=guarantee_text(
             eps, "statistic, pvalue",
             "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
