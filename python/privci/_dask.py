@@ -54,7 +54,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-import warnings
 
 import numpy as np
 
@@ -413,8 +412,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     from ._private import (SEEDED_CAVEAT, block_counts, block_statistic, guarantee_text,
                            new_entropy)
     from .budget import _charge
-    from .gcm import (_GCMInputs, _check_n_blocks, _method_name, _pvalue_normal,
-                      _remaining_budget, DegenerateStatisticWarning)
+    from .gcm import (_GCMInputs, _check_n_blocks, _method_name, _remaining_budget,
+                      _statistic_from_sums)
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult
@@ -500,16 +499,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         s1, s2 = _run(client, [_tree_sum(parts)], n)[0]
         if user_rng is not None:
             _restore(user_rng, _rng_state(_advanced(state, n * c)))
-        mean = s1 / n
-        var = s2 / n - mean * mean
-        if not var > _kernels.DEGENERATE_RTOL * (s2 / n):
-            warnings.warn("the residual products have zero variance, so the GCM statistic is "
-                          "undefined; returning statistic = nan and pvalue = nan.",
-                          DegenerateStatisticWarning, stacklevel=3)
-            stat = pval = math.nan
-        else:
-            stat = math.sqrt(n) * mean / math.sqrt(var)
-            pval = _pvalue_normal(stat, mode)
+        stat, pval = _statistic_from_sums(s1, s2, n, mode, stacklevel=4)
         stat_name = "Z"
     else:
         spec["mode"] = "blocks"
@@ -579,8 +569,7 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     import dask.array as da
     from dask import delayed
 
-    from .gcm import (DegenerateStatisticWarning, _check_approximation, _method_name,
-                      _pvalue_normal)
+    from .gcm import _check_approximation, _method_name, _statistic_from_sums
     from .regression import rff_frequencies
     from .results import GCMResult
 
@@ -630,16 +619,7 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     parts = [delayed(_gcm_plain_pass2)(a, b, zz, centre, freqs_t, w, p)
              for a, b, zz in zip(xbl, ybl, zbl)]
     s1, s2 = _run(client, [_tree_sum(parts)], n)[0]
-    mean = s1 / n
-    var = s2 / n - mean * mean
-    if not var > _kernels.DEGENERATE_RTOL * (s2 / n):
-        warnings.warn("the residual products have zero variance, so the GCM statistic is "
-                      "undefined; returning statistic = nan and pvalue = nan.",
-                      DegenerateStatisticWarning, stacklevel=3)
-        stat = pval = math.nan
-    else:
-        stat = math.sqrt(n) * mean / math.sqrt(var)
-        pval = _pvalue_normal(stat, mode)
+    stat, pval = _statistic_from_sums(s1, s2, n, mode, stacklevel=3)
     zarg = zd if conditional else da.zeros((n, 1), chunks=(xd.chunks[0], 1))
     resid = da.map_blocks(
         lambda a, b, zz: _gcm_resid_block(a, b, zz if conditional else None, centre, freqs_t, w),
@@ -712,7 +692,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
 
     from ._private import SEEDED_CAVEAT, guarantee_text, new_entropy
     from .budget import _charge
-    from .crt import GaussianModelX, _check_rowwise, _model_x_plan, _univariate
+    from .crt import GaussianModelX, _check_rowwise, _model_x_plan
     from .gcm import _check_approximation
     from .regression import _check_kind, crt_sensitivity, residual_bound, rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult

@@ -122,16 +122,23 @@ class GaussianModelX:
         return f"GaussianModelX(mean={mean}, scale={scale})"
 
 
+def _check_resamples(x_resamples, n):
+    """``x_resamples`` as a finite float (m, n) array (they are part of the data set)."""
+    xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
+        else x_resamples.astype(np.float64, copy=False)
+    if xr.ndim != 2 or xr.shape[1] != n or xr.shape[0] < 1:
+        raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
+                         f"got shape {xr.shape} instead.")
+    if not np.all(np.isfinite(xr)):
+        raise ValueError("`x_resamples` contains NaN or inf; the data (and the resamples, "
+                         "which are part of the protected data set) must be finite.")
+    return xr
+
+
 def _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng):
     """Return (conditional means (n,), resamples (m, n))."""
     if x_resamples is not None:
-        xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
-            else x_resamples.astype(np.float64, copy=False)
-        if xr.ndim != 2 or xr.shape[1] != n or xr.shape[0] < 1:
-            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
-                             f"got shape {xr.shape} instead.")
-        if not np.all(np.isfinite(xr)):
-            raise ValueError("`x_resamples` contains NaN or inf.")
+        xr = _check_resamples(x_resamples, n)
         if hasattr(model_x, "conditional_mean") and callable(model_x.conditional_mean):
             mu = np.asarray(model_x.conditional_mean(za), dtype=np.float64).ravel()
         else:
@@ -222,14 +229,7 @@ def _model_x_plan(model_x, za, n, n_resamples, x_resamples):
     gaussian = isinstance(model_x, GaussianModelX)
     xr = None
     if x_resamples is not None:
-        xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
-            else x_resamples.astype(np.float64, copy=False)
-        if xr.ndim != 2 or xr.shape[1] != n or xr.shape[0] < 1:
-            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
-                             f"got shape {xr.shape} instead.")
-        if not np.all(np.isfinite(xr)):
-            raise ValueError("`x_resamples` contains NaN or inf; the data (and the resamples, "
-                             "which are part of the protected data set) must be finite.")
+        xr = _check_resamples(x_resamples, n)
         m = xr.shape[0]
         mean_fn = getattr(model_x, "conditional_mean", None)
         mean_arr = None

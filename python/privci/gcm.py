@@ -46,6 +46,23 @@ def _pvalue_normal(stat, mode):
     return 0.5 * math.erfc(-stat / _SQRT2)
 
 
+def _statistic_from_sums(s1, s2, n, mode, stacklevel=3):
+    """Univariate GCM statistic and normal p-value from sum(R), sum(R^2) and n.
+
+    The same formula and degeneracy rule as :func:`_kernels.gcm_univariate` (used where
+    only the two sums are at hand, e.g. reduced over Dask partitions).
+    """
+    mean = s1 / n
+    var = s2 / n - mean * mean
+    if not var > _kernels.DEGENERATE_RTOL * (s2 / n):
+        warnings.warn("the residual products have zero variance, so the GCM statistic is "
+                      "undefined; returning statistic = nan and pvalue = nan.",
+                      DegenerateStatisticWarning, stacklevel=stacklevel)
+        return math.nan, math.nan
+    stat = math.sqrt(n) * mean / math.sqrt(var)
+    return stat, _pvalue_normal(stat, mode)
+
+
 def _statistic_from_products(prod, n_sim, mode, rng):
     """GCM statistic and p-value from an (n, k) matrix of residual products.
 
