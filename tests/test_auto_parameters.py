@@ -135,3 +135,17 @@ def test_z_scale_public_and_private():
         privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="sd")
     with pytest.raises(ValueError, match="`z_scale` needs z"):
         privci.privgcm(x, y, None, epsilon=2.0, x_bound=4, y_bound=4, z_scale=2.0)
+
+
+def test_guarantee_says_when_bounds_were_released():
+    rng = np.random.default_rng(12)
+    x, y, z = _shifted(rng, 500)
+    auto = privci.privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound=4.0, x_center=50.0,
+                          y_center=50.0, rng=1)
+    public = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4.0, y_bound=4.0, x_center=50.0,
+                            y_center=50.0, rng=1)
+    assert "released within this epsilon" in auto.privacy.guarantee
+    assert "given the public bounds" in public.privacy.guarantee
+    assert "released" not in public.privacy.guarantee
+    # the products' epsilon is stated next to the products' mechanism
+    assert auto.privacy.mechanism.split(";")[0].endswith("(epsilon 1.8)")

@@ -23,18 +23,23 @@ SEEDED_CAVEAT = (
 
 
 def guarantee_text(epsilon, what, neighbour, *, hardened, covered=True, composition="",
-                   not_covered_reason=""):
+                   not_covered_reason="", released_bounds=False):
     """The one-sentence guarantee of a private result.
 
     ``covered=False`` (a step the privacy analysis does not cover, e.g. tuning on the
     private data) makes the sentence say there is no guarantee and why.
+    ``released_bounds=True``: some bounds or centres were released privately by the test
+    (their epsilon is part of ``epsilon``, stated in ``composition``), not given as public.
     """
     if not covered:
         return (f"NO differential privacy guarantee: {not_covered_reason}; only if that step "
                 f"had been fixed in advance would ({what}) be {epsilon:g}-differentially "
                 f"private under replacement of {neighbour}")
+    bounds = ("the bounds and centres (public, or released within this epsilon as stated; "
+              "data clipped to them)" if released_bounds else
+              "the public bounds (data clipped to them)")
     text = (f"({what}) is {epsilon:g}-differentially private under replacement of "
-            f"{neighbour}, given the public bounds (data clipped to them){composition}")
+            f"{neighbour}, given {bounds}{composition}")
     if not hardened:
         text += (", for idealised real-valued noise, and only if the seed is secret, fresh and "
                  "never reused (the seeded path is for simulation studies, not for a release)")

@@ -566,6 +566,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
             eps, "rank, pvalue",
             "one row of (x, every resample, y, z)" if conditional
             else "one row of (x, every resample, y)", hardened=info.hardened,
+            released_bounds=auto is not None,
             composition=(f" (sequential composition: {auto[0]:g} for the released bounds/centres"
                          f" ({', '.join(released.get('released', ()))}), {eps_test:g} for the "
                          "rank)") if auto is not None else ""),

@@ -769,22 +769,21 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     what = "block sums" if k < inp.n else "residual products"
     mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
-    parts = []
+    parts, pieces = [], []
     if scale_params is not None:
         parts.append(f"{scale_params.epsilon:g} for the released scales of z")
-        mechanism = f"{mechanism}; z scales: {scale_params.mechanism}"
+        pieces.append(f"z scales: {scale_params.mechanism}")
     if auto_params is not None:
         parts.append(f"{auto_params['epsilon']:g} for the released bounds/centres "
                      f"({', '.join(auto_params['released'])})")
-        mechanism = (f"{mechanism}; bounds: {auto_params['mechanism']} "
-                     f"(epsilon {auto_params['epsilon']:g})")
+        pieces.append(f"bounds: {auto_params['mechanism']} (epsilon {auto_params['epsilon']:g})")
         caveats.extend(auto_params.get("caveats", ()))
     if centre_info is not None:
-        mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
-                     f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
-                     f"(epsilon {eps_c:g})")
         parts.append(f"{eps_c:g} for the released centres")
+        pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
+                      f"(epsilon {eps_c:g})")
     if parts:
+        mechanism = "; ".join([f"{mechanism} (epsilon {eps_test:g})"] + pieces)
         comp_text = (f" (sequential composition: {', '.join(parts)}, {eps_test:g} for the "
                      f"{what})")
     covered = inp.grid is None
@@ -799,7 +798,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         guarantee=guarantee_text(
             eps, "statistic, pvalue",
             "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
-            hardened=info.hardened,
+            hardened=info.hardened, released_bounds=auto_params is not None,
             covered=covered, composition=comp_text,
             not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
