@@ -98,23 +98,26 @@ def block_sums(products, labels, n_blocks):
     return out
 
 
-def auto_n_blocks(n, conditional):
-    """The default number of blocks, a public rule (n and whether z is given).
+def auto_n_blocks(n, conditional, regression="spline"):
+    """The default number of blocks, a public rule (n, whether z is given, the regression).
 
-    Without conditioning (no regression, so no regression bias): min(n, 20).  Each block
-    sum gets Laplace(C / epsilon) noise whatever its size, so the noise in the statistic
-    grows with the number of blocks k, while the t reference with k - 1 degrees of freedom
-    costs power when k is small (critical value 2.09 at k = 20 against 1.96).
+    Without conditioning (no regression, so no regression bias), and with the released
+    spline regression (its products have sensitivity 2 and its fit's noise is accounted
+    for in the test): min(n, 20).  Each block sum gets Laplace(C / epsilon) noise whatever
+    its size, so the noise in the statistic grows with the number of blocks k, while the
+    t reference with k - 1 degrees of freedom costs power when k is small (critical value
+    2.09 at k = 20 against 1.96).
 
-    With conditioning: n, one block per row (the paper's noise placement).  Measured at
-    n = 10^4 (vignettes/README.md, "level and the regression"): with the default kernel
-    ridge regression (lambda = 5) the un-noised products keep a bias of -92 (paper design,
+    With the kernel ridge regression (``regression="krr"``): n, one block per row (the
+    paper's noise placement).  Measured at n = 10^4 (vignettes/README.md, "level and the
+    regression"): with lambda = 5 the un-noised products keep a bias of -92 (paper design,
     s = 1) to +411 (a confounded design) in units of n mean(R), against a sampling sd of
     about 6; fewer blocks shrink the noise that hides it and the level fails (k = 20:
-    rejection 0.96 to 1.00 at epsilon = 1).  Level wins, so blocks are opt-in when z is
-    given, for a regression known to fit well.
+    rejection 0.96 to 1.00 at epsilon = 1).  Level wins, so blocks are opt-in there.
     """
-    return int(min(n, 20)) if not conditional else int(n)
+    if conditional and regression == "krr":
+        return int(n)
+    return int(min(n, 20))
 
 
 def _t_sf(t, df):

@@ -361,7 +361,8 @@ class _GCMInputs:
         with quiet():
             return self._transform(centre_noise)
 
-    def _transform(self, centre_noise):
+    def scaled(self, centre_noise=None):
+        """Clip and scale x and y (and privately re-centre): (U, x centres, y centres, info)."""
         p, q, n = self.p, self.q, self.n
         xc, yc = self.xc, self.yc
         U = np.concatenate([_kernels.clip_scale(self.xa - xc, self.xb),
@@ -379,6 +380,11 @@ class _GCMInputs:
             U = np.clip(U - means, -1.0, 1.0)
             xc = xc + self.xb * means[:p]
             yc = yc + self.yb * means[p:]
+        return U, xc, yc, centre_info
+
+    def _transform(self, centre_noise):
+        p, q = self.p, self.q
+        U, xc, yc, centre_info = self.scaled(centre_noise)
         caveats = []
         if self.za is None:
             resid = U
@@ -507,15 +513,18 @@ def _remaining_budget(total, spent):
     return r
 
 
-def _check_n_blocks(n_blocks, n, conditional):
+def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
     """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
     if n_blocks is None:
+        if regression == "spline" and conditional:
+            raise ValueError("`n_blocks=None` (one block per row) is the paper's mechanism and "
+                             "needs regression='krr'; got regression='spline'.")
         return n
     if isinstance(n_blocks, str):
         if n_blocks != "auto":
             raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
                              f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
-        return auto_n_blocks(n, conditional)
+        return auto_n_blocks(n, conditional, regression)
     k = V.check_int(n_blocks, "n_blocks", 2)
     if k > n:
         raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
@@ -523,12 +532,75 @@ def _check_n_blocks(n_blocks, n, conditional):
     return k
 
 
+_KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", None),
+                 ("kernel_approximation", "exact"), ("n_features", 512), ("feature_rng", None),
+                 ("sensitivity", "paper"))
+
+
+def _check_regression(regression, conditional, given):
+    """``"spline"`` (default) or ``"krr"``; KRR-only options are refused with the spline fit."""
+    if regression not in ("spline", "krr"):
+        raise ValueError("`regression` must be 'spline' (the released additive spline fit, the "
+                         "default) or 'krr' (kernel ridge regression, the paper's mechanism); "
+                         f"got {regression!r} instead.")
+    if regression == "spline" and conditional:
+        for name, default in _KRR_DEFAULTS:
+            v = given[name]
+            same = (v is None and default is None) or (
+                v is not None and default is not None and not isinstance(v, np.ndarray)
+                and type(v) is not bool and v == default)
+            if not same:
+                raise ValueError(f"`{name}` applies to regression='krr' only; got {name}={v!r} "
+                                 "with regression='spline' (the default when z is given). Pass "
+                                 "regression='krr' for the kernel ridge regression.")
+    return regression
+
+
+def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode):
+    """The released-regression path of privgcm (see :mod:`privci._spline`)."""
+    from . import _spline as S
+    p, q, n = inp.p, inp.q, inp.n
+    eps_fit = S.FIT_SHARE * eps_test
+    eps_t = _remaining_budget(eps_test, eps_fit)
+    with quiet():
+        U, xc, yc, centre_info = inp.scaled(centre_noise)
+        phi = S.spline_basis(inp.za)
+        half = block_labels(n, 2, new_entropy(user_rng)) == 0
+        rel_x = S.release_fit(phi[half], U[half, :p], eps_fit, user_rng)
+        rel_y = S.release_fit(phi[~half], U[~half, p:], eps_fit, user_rng)
+        rx = S.residuals(U[:, :p], phi, rel_x.coef)
+        ry = S.residuals(U[:, p:], phi, rel_y.coef)
+        del U, phi, half
+        prod = _kernels.residual_products(np.ascontiguousarray(rx), np.ascontiguousarray(ry))
+        del rx, ry
+        labels = block_labels(n, k, new_entropy(user_rng))
+        sums = block_sums(prod, labels, k)
+        del prod, labels
+    counts = block_counts(n, k)
+    released, info = laplace_mechanism(sums, 2.0 * p * q, eps_t, user_rng,
+                                       value_bound=float(counts.max()))
+    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
+    with quiet():
+        shift2 = S.shift_second_moment(rel_x, rel_y, S.N_BOOT, boot_rng)
+        stat, pval, name = S.spline_statistic(released, shift2.T.ravel(), mode)
+    d = inp.za.shape[1]
+    fit = (f"released additive cubic-spline regression ({S.n_basis(d)} features for {d} "
+           f"column(s) of z; rows split into two halves by a data-independent partition, x "
+           f"fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
+           f"(L1 sensitivity {S.gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
+           f"{S.cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
+    mech = (f"{fit}; {info.mechanism} on {k} block sums of the residual products clipped to "
+            f"[-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
+    hardened = info.hardened and rel_x.hardened and rel_y.hardened
+    return stat, pval, name, info, centre_info, xc, yc, mech, hardened, eps_fit, eps_t
+
+
 @accepts_data_frames
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=0.0):
     """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
@@ -703,9 +775,23 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                      kernel_approximation, n_features, feature_rng,
                      0.0 if auto["x_center"] else x_center,
                      0.0 if auto["y_center"] else y_center, sensitivity)
-    k = _check_n_blocks(n_blocks, inp.n, inp.za is not None)
+    reg = _check_regression(regression, inp.za is not None, {
+        "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
+        "kernel_approximation": kernel_approximation, "n_features": n_features,
+        "feature_rng": feature_rng, "sensitivity": sensitivity})
+    spline = reg == "spline" and inp.za is not None
+    k = _check_n_blocks(n_blocks, inp.n, inp.za is not None, reg)
     if z_scale is not None and inp.za is None:
         raise ValueError("`z_scale` needs z; got z = None.")
+    if inp.za is None:
+        if not (isinstance(z_center, (int, float)) and not isinstance(z_center, bool)
+                and z_center == 0):
+            raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
+    else:
+        zc = V.public_centres(z_center, "z_center", inp.za.shape[1])
+        if np.any(zc != 0):
+            with quiet():
+                inp.za = np.ascontiguousarray(inp.za - zc)
     if z_scale is not None and not scale_auto:
         inp.za = np.ascontiguousarray(inp.za / V.positive_bounds(z_scale, "z_scale",
                                                                   inp.za.shape[1]))
@@ -737,10 +823,18 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                           ("y_bound", "yb")):
             if auto_params.get(key) is not None:
                 setattr(inp, attr, np.asarray(auto_params[key], dtype=np.float64))
-    rp, caveats, centre_info = inp.transform(centre_noise)
-    prod = rp.products.reshape(rp.products.shape[0], -1)
-    value_bound = inp.rbound ** 2
-    if k == inp.n:
+    if spline:
+        (stat, pval, stat_name, info, centre_info, xc_used, yc_used, spline_mech, hardened,
+         eps_fit, eps_t) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode)
+        caveats = []
+        rp = None
+    else:
+        rp, caveats, centre_info = inp.transform(centre_noise)
+        prod = rp.products.reshape(rp.products.shape[0], -1)
+        value_bound = inp.rbound ** 2
+    if spline:
+        pass
+    elif k == inp.n:
         released, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng,
                                            value_bound=value_bound)
         del prod
@@ -757,17 +851,26 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                                            value_bound=value_bound * counts.max())
         boot_rng = user_rng if user_rng is not None else np.random.default_rng()
         stat, pval, stat_name = block_statistic(released, counts, n_sim, mode, boot_rng)
-    if not info.hardened:
+    if not (info.hardened if not spline else hardened):
         caveats.append(SEEDED_CAVEAT)
-    if kernel_approximation == "rff" and inp.za is not None:
+    if kernel_approximation == "rff" and inp.za is not None and not spline:
         caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
                        "independent of the data; same sensitivity constant.")
     if inp.za is not None:
         caveats.append("the level of any GCM-type test rests on the quality of the two "
                        "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
                        "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
+    if spline:
+        caveats.append("the released regression is additive in the columns of z (cubic splines "
+                       "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
+                       "scale (z_center, z_scale) and interactions between columns of z are not "
+                       "fitted; the level was measured on the designs in the documentation, not "
+                       "proved.")
     what = "block sums" if k < inp.n else "residual products"
-    mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
+    if spline:
+        mechanism = spline_mech
+    else:
+        mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
     parts, pieces = [], []
     if scale_params is not None:
@@ -782,30 +885,49 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         parts.append(f"{eps_c:g} for the released centres")
         pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
                       f"(epsilon {eps_c:g})")
-    if parts:
+    if spline:
+        parts.append(f"{eps_fit:g} for the released regression")
+        tail = f"{eps_t:g} for the block sums"
+        if pieces:
+            mechanism = "; ".join([mechanism] + pieces)
+        comp_text = f" (sequential composition: {', '.join(parts)}, {tail})"
+    elif parts:
         mechanism = "; ".join([f"{mechanism} (epsilon {eps_test:g})"] + pieces)
         comp_text = (f" (sequential composition: {', '.join(parts)}, {eps_test:g} for the "
                      f"{what})")
     covered = inp.grid is None
+    if spline:
+        xb, yb, xcu, ycu = inp.xb, inp.yb, np.asarray(xc_used), np.asarray(yc_used)
+        sens, lam, ksig, kind = 2.0 * inp.p * inp.q, None, None, "released spline fit"
+        hard = hardened
+    else:
+        xb, yb, xcu, ycu = rp.x_bound, rp.y_bound, rp.x_center, rp.y_center
+        sens, lam, kind, hard = rp.sensitivity, rp.ridge_lambda, inp.kind, info.hardened
+        ksig = rp.kernel_sigma if inp.za is not None else None
     record = PrivacyRecord(
-        epsilon=eps, mechanism=mechanism, sensitivity=rp.sensitivity,
-        noise_scale=info.scale, hardened=info.hardened, ridge_lambda=rp.ridge_lambda,
-        kernel_sigma=rp.kernel_sigma if inp.za is not None else None,
-        bounds={"x_bound": tuple(rp.x_bound.tolist()), "y_bound": tuple(rp.y_bound.tolist()),
-                "x_center": tuple(rp.x_center.tolist()), "y_center": tuple(rp.y_center.tolist()),
+        epsilon=eps, mechanism=mechanism, sensitivity=sens,
+        noise_scale=info.scale, hardened=hard, ridge_lambda=lam,
+        kernel_sigma=ksig,
+        bounds={"x_bound": tuple(np.asarray(xb, dtype=float).tolist()),
+                "y_bound": tuple(np.asarray(yb, dtype=float).tolist()),
+                "x_center": tuple(np.asarray(xcu, dtype=float).tolist()),
+                "y_center": tuple(np.asarray(ycu, dtype=float).tolist()),
                 **({"z_scale": tuple(float(s) for s in scale_params.scale)}
                    if scale_params is not None else {})},
         guarantee=guarantee_text(
             eps, "statistic, pvalue",
             "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
-            hardened=info.hardened, released_bounds=auto_params is not None,
+            hardened=hard, released_bounds=auto_params is not None,
             covered=covered, composition=comp_text,
             not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind=inp.kind)
-    method = _method_name(prod_cols := rp.shape_xy[0] * rp.shape_xy[1], private=True)
+        sensitivity_kind=kind)
+    prod_cols = inp.p * inp.q
+    method = _method_name(prod_cols, private=True)
     if inp.za is None:
         method = method.replace("test", "test without conditioning", 1)
+    if spline:
+        method += ", released spline regression"
     if k < inp.n:
         method += f", {k} noisy block sums"
     return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
