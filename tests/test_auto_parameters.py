@@ -1,4 +1,4 @@
-"""privgcm(x_bound="auto", ...): bounds and centres released with differential privacy (issue 15)."""
+"""_krr_privgcm(x_bound="auto", ...): bounds and centres released with differential privacy (issue 15)."""
 
 from fractions import Fraction
 
@@ -6,6 +6,13 @@ import numpy as np
 import pytest
 
 import privci
+
+
+def _krr_privgcm(*args, **kw):
+    """privgcm with the kernel ridge regression (the tests of the KRR path)."""
+    import privci as _p
+    kw.setdefault("regression", "krr")
+    return _p.privgcm(*args, **kw)
 
 
 def _shifted(rng, n, beta=0.0, shift=50.0):
@@ -18,7 +25,7 @@ def _shifted(rng, n, beta=0.0, shift=50.0):
 def test_auto_parameters_are_released_and_composed():
     rng = np.random.default_rng(1)
     x, y, z = _shifted(rng, 2000)
-    res = privci.privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
+    res = _krr_privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
                          x_center="auto", y_center="auto", rng=5)
     p = res.privacy
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
@@ -29,7 +36,7 @@ def test_auto_parameters_are_released_and_composed():
     assert "0.3 for the released bounds/centres" in p.guarantee
     assert "0.3 for the released centres" in p.guarantee and "2.4 for the" in p.guarantee
     # same seed, same result (seeded path)
-    again = privci.privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
+    again = _krr_privgcm(x, y, z, epsilon=3.0, x_bound="auto", y_bound="auto",
                            x_center="auto", y_center="auto", rng=5)
     assert again.statistic == res.statistic and again.privacy.bounds == p.bounds
 
@@ -38,13 +45,13 @@ def test_auto_bound_only_keeps_public_centre_and_charges_once():
     rng = np.random.default_rng(2)
     x, y, z = _shifted(rng, 1500, shift=0.0)
     budget = privci.PrivacyBudget(epsilon=2.0)
-    res = privci.privgcm(x, y, z, epsilon=1.5, x_bound="auto", y_bound=4.0,
+    res = _krr_privgcm(x, y, z, epsilon=1.5, x_bound="auto", y_bound=4.0,
                          bounds_epsilon=0.5, budget=budget)
     assert res.privacy.bounds["x_center"] == (0.0,) and res.privacy.bounds["y_bound"] == (4.0,)
     assert "0.5 for the released bounds/centres (x_bound[0])" in res.privacy.guarantee
     assert Fraction(budget.spent) == Fraction(1.5)
     with pytest.raises(privci.BudgetExceededError):
-        privci.privgcm(x, y, z, epsilon=1.0, x_bound="auto", y_bound=4.0, budget=budget)
+        _krr_privgcm(x, y, z, epsilon=1.0, x_bound="auto", y_bound=4.0, budget=budget)
     assert Fraction(budget.spent) == Fraction(1.5)
 
 
@@ -62,7 +69,7 @@ def test_auto_bad_input(kwargs, match):
     args = dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, rng=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        privci.privgcm(x, y, z, **args)
+        _krr_privgcm(x, y, z, **args)
 
 
 def test_auto_level_on_a_shifted_design_quick():
@@ -74,7 +81,7 @@ def test_auto_level_on_a_shifted_design_quick():
     for child in ss.spawn(120):
         rng = np.random.default_rng(child)
         x, y, z = _shifted(rng, 1000)
-        res = privci.privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound="auto",
+        res = _krr_privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound="auto",
                              x_center="auto", y_center="auto", rng=rng)
         rej += res.pvalue <= 0.05
     assert rej / 120 <= 0.12
@@ -124,25 +131,25 @@ def test_z_scale_public_and_private():
     z = rng.normal(size=(n, 2)) * [100.0, 0.01]
     x = np.sin(z[:, 0] / 100) + rng.normal(size=n)
     y = np.cos(z[:, 0] / 100) + rng.normal(size=n)
-    a = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale=[100, 0.01], rng=3)
-    b = privci.privgcm(x, y, z / [100, 0.01], epsilon=2.0, x_bound=4, y_bound=4, rng=3)
+    a = _krr_privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale=[100, 0.01], rng=3)
+    b = _krr_privgcm(x, y, z / [100, 0.01], epsilon=2.0, x_bound=4, y_bound=4, rng=3)
     assert a.statistic == pytest.approx(b.statistic, rel=1e-12)
-    c = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="auto", rng=3)
+    c = _krr_privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="auto", rng=3)
     s = c.privacy.bounds["z_scale"]
     assert 70 < s[0] < 140 and 0.007 < s[1] < 0.014
     assert "0.2 for the released scales of z" in c.privacy.guarantee
     with pytest.raises(ValueError, match="`z_scale` must be None, a positive number"):
-        privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="sd")
+        _krr_privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_scale="sd")
     with pytest.raises(ValueError, match="`z_scale` needs z"):
-        privci.privgcm(x, y, None, epsilon=2.0, x_bound=4, y_bound=4, z_scale=2.0)
+        _krr_privgcm(x, y, None, epsilon=2.0, x_bound=4, y_bound=4, z_scale=2.0)
 
 
 def test_guarantee_says_when_bounds_were_released():
     rng = np.random.default_rng(12)
     x, y, z = _shifted(rng, 500)
-    auto = privci.privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound=4.0, x_center=50.0,
+    auto = _krr_privgcm(x, y, z, epsilon=2.0, x_bound="auto", y_bound=4.0, x_center=50.0,
                           y_center=50.0, rng=1)
-    public = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4.0, y_bound=4.0, x_center=50.0,
+    public = _krr_privgcm(x, y, z, epsilon=2.0, x_bound=4.0, y_bound=4.0, x_center=50.0,
                             y_center=50.0, rng=1)
     assert "released within this epsilon" in auto.privacy.guarantee
     assert "given the public bounds" in public.privacy.guarantee

@@ -15,6 +15,7 @@ distributed = pytest.importorskip("distributed")
 N = 3000
 CHUNK = 700          # 5 partitions of unequal size, not aligned with anything
 RFF = dict(kernel_approximation="rff", n_features=64)
+KRR = dict(regression="krr", **RFF)     # privgcm's kernel ridge path (the spline is the default)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def _same_privacy(a, b):
 def test_privgcm_equals_in_memory(client, data, n_blocks, conditional):
     x, y, z = data
     z = z if conditional else None
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=n_blocks, feature_rng=3, **RFF)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=n_blocks, feature_rng=3, **KRR)
     mem = privci.privgcm(x, y, z, rng=11, **kw)
     dsk = privci.privgcm(*_dask(x, y, z), rng=11, **kw)
     _same(dsk, mem)
@@ -78,7 +79,7 @@ def test_privgcm_centre_noise_multivariate_blocks(client, data):
     x, y, z = data
     xx = np.column_stack([x, x ** 2 / 4])
     kw = dict(epsilon=2.0, x_bound=[4, 4], y_bound=4, n_blocks=30, feature_rng=5,
-              center_epsilon=0.5, sensitivity="sharp", n_sim=99, **RFF)
+              center_epsilon=0.5, sensitivity="sharp", n_sim=99, **KRR)
     gen_a, gen_b = np.random.default_rng(4), np.random.default_rng(4)
     mem = privci.privgcm(xx, y, z, rng=gen_a, **kw)
     dsk = privci.privgcm(*_dask(xx, y, z), rng=gen_b, **kw)
@@ -94,9 +95,95 @@ def test_privgcm_hardened_on_workers(client, data):
     x, y, z = data
     for n_blocks in (40, None):
         res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4,
-                             n_blocks=n_blocks, **RFF)
+                             n_blocks=n_blocks, **KRR)
         assert res.privacy.hardened and "OpenDP" in res.privacy.mechanism
         assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+
+
+# --------------------------------------------------------------------- spline regression
+
+def _same_tight(a, b):
+    assert a.n == b.n and a.statistic_name == b.statistic_name
+    np.testing.assert_allclose(a.statistic, b.statistic, rtol=1e-10)
+    np.testing.assert_allclose(a.pvalue, b.pvalue, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("chunk", [N, 1600])          # 1 and 2 partitions
+@pytest.mark.parametrize("multivariate", [False, True])
+def test_privgcm_spline_equals_in_memory(client, data, chunk, multivariate):
+    """The default regression='spline': two map-reduce passes, the in-memory result."""
+    x, y, z = data
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4)
+    if multivariate:   # 2 columns of x, private centres, public z shift and scale, 15 blocks
+        x = np.column_stack([x, x ** 2 / 4])
+        kw.update(x_bound=[4, 4], center_epsilon=0.3, z_center=0.1, z_scale=[1.0, 2.0],
+                  n_blocks=15, n_sim=99)
+    gen_a, gen_b = np.random.default_rng(21), np.random.default_rng(21)
+    mem = privci.privgcm(x, y, z, rng=gen_a, **kw)
+    parts = [da.from_array(a, chunks=(chunk,) + a.shape[1:]) for a in (x, y, z)]
+    dsk = privci.privgcm(*parts, rng=gen_b, **kw)
+    assert dsk.method.endswith(f"(on Dask, {-(-N // chunk)} partitions)")
+    _same_tight(dsk, mem)
+    _same_privacy(dsk, mem)
+    assert dsk.privacy.sensitivity_kind == "released spline fit"
+    assert "for the released regression" in dsk.privacy.guarantee
+    # the user's generator is left where the in-memory path leaves it
+    assert gen_a.integers(1 << 62) == gen_b.integers(1 << 62)
+    # an int seed too, and a different seed changes the result
+    _same_tight(privci.privgcm(*parts, rng=7, **kw), privci.privgcm(x, y, z, rng=7, **kw))
+    assert privci.privgcm(*parts, rng=8, **kw).statistic != mem.statistic
+
+
+def test_privgcm_spline_hardened_on_workers(client, data):
+    x, y, z = data
+    res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4)
+    assert res.privacy.hardened and "OpenDP" in res.privacy.mechanism
+    assert res.privacy.n_blocks == 20 and res.privacy.sensitivity == 2.0
+    assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+
+
+def test_privgcm_unconditional_default_equals_in_memory(client, data):
+    """Without z the regression is moot: the default call runs the unconditional path."""
+    x, y, _ = data
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4)
+    mem = privci.privgcm(x, y, rng=5, **kw)
+    dsk = privci.privgcm(*_dask(x, y), rng=5, **kw)
+    _same(dsk, mem)
+    _same_privacy(dsk, mem)
+
+
+def test_privgcm_krr_z_center_scale_equals_in_memory(client, data):
+    """z_center and a public z_scale shift and scale z before the KRR features as well."""
+    x, y, z = data
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=25, feature_rng=3, z_center=0.2,
+              z_scale=2.0, **KRR)
+    mem = privci.privgcm(x, y, z, rng=3, **kw)
+    _same(privci.privgcm(*_dask(x, y, z), rng=3, **kw), mem)
+
+
+def test_privgcm_spline_errors(client, data):
+    x, y, z = data
+    xd, yd, zd = _dask(x, y, z)
+    budget = privci.PrivacyBudget(1.0)
+    base = dict(epsilon=1, x_bound=4, y_bound=4, budget=budget)
+    for name, value in (("ridge_lambda", 1.0), ("kernel_sigma", 2.0), ("cv_lambdas", [1, 2]),
+                        ("kernel_approximation", "rff"), ("n_features", 64),
+                        ("feature_rng", 3), ("sensitivity", "sharp")):
+        with pytest.raises(ValueError, match=f"`{name}` applies to regression='krr' only"):
+            privci.privgcm(xd, yd, zd, **base, **{name: value})
+    with pytest.raises(ValueError, match="`regression` must be"):
+        privci.privgcm(xd, yd, zd, regression="gam", **base)
+    with pytest.raises(ValueError, match="needs regression='krr'"):
+        privci.privgcm(xd, yd, zd, n_blocks=None, **base)
+    with pytest.raises(ValueError, match="z scales are not available on Dask"):
+        privci.privgcm(xd, yd, zd, z_scale="auto", **base)
+    with pytest.raises(ValueError, match="`z_center` needs z"):
+        privci.privgcm(xd, yd, None, z_center=1.0, **base)
+    with pytest.raises(ValueError, match="`z_scale` needs z"):
+        privci.privgcm(xd, yd, None, z_scale=2.0, **base)
+    with pytest.raises(ValueError, match="`z_center`"):
+        privci.privgcm(xd, yd, zd, z_center=[0.0, 1.0, 2.0], **base)
+    assert budget.spent == 0
 
 
 def test_gcm_equals_in_memory(client, data):
@@ -139,7 +226,7 @@ def test_errors(client, data):
     x, y, z = data
     xd, yd, zd = _dask(x, y, z)
     with pytest.raises(ValueError, match="kernel_approximation='rff'"):
-        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=4, y_bound=4)
+        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=4, y_bound=4, regression="krr")
     with pytest.raises(ValueError, match="kernel_approximation='rff'"):
         privci.gcm(xd, yd, zd, ridge_lambda=1.0)
     mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
@@ -148,16 +235,16 @@ def test_errors(client, data):
     bad = x.copy()
     bad[2500] = np.nan
     with pytest.raises(ValueError, match="`x` contains NaN"):
-        privci.privgcm(_dask(bad)[0], yd, zd, epsilon=1, x_bound=4, y_bound=4, **RFF)
+        privci.privgcm(_dask(bad)[0], yd, zd, epsilon=1, x_bound=4, y_bound=4, **KRR)
     with pytest.raises(ValueError, match="`epsilon`"):
-        privci.privgcm(xd, yd, zd, epsilon=-1, x_bound=4, y_bound=4, **RFF)
+        privci.privgcm(xd, yd, zd, epsilon=-1, x_bound=4, y_bound=4, **KRR)
     with pytest.raises(ValueError, match="`x_bound`"):
-        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=-4, y_bound=4, **RFF)
+        privci.privgcm(xd, yd, zd, epsilon=1, x_bound=-4, y_bound=4, **KRR)
     with pytest.raises(ValueError, match="same number of rows"):
-        privci.privgcm(xd[:100], yd, zd, epsilon=1, x_bound=4, y_bound=4, **RFF)
+        privci.privgcm(xd[:100], yd, zd, epsilon=1, x_bound=4, y_bound=4, **KRR)
     with pytest.raises(ValueError, match="univariate"):
         privci.privgcm(da.stack([xd, xd], axis=1), yd, zd, epsilon=1, x_bound=4, y_bound=4,
-                       n_blocks=None, **RFF)
+                       n_blocks=None, **KRR)
 
 
 def test_budget_not_charged_on_bad_data(client, data):
@@ -167,11 +254,11 @@ def test_budget_not_charged_on_bad_data(client, data):
     bad[5] = np.inf
     with pytest.raises(ValueError, match="inf"):
         privci.privgcm(_dask(bad)[0], *_dask(y, z), epsilon=1, x_bound=4, y_bound=4,
-                       budget=budget, **RFF)
-    privci.privgcm(*_dask(x, y, z), epsilon=1, x_bound=4, y_bound=4, budget=budget, **RFF)
+                       budget=budget, **KRR)
+    privci.privgcm(*_dask(x, y, z), epsilon=1, x_bound=4, y_bound=4, budget=budget, **KRR)
     with pytest.raises(privci.BudgetExceededError):
         privci.privgcm(*_dask(x, y, z), epsilon=0.1, x_bound=4, y_bound=4, budget=budget,
-                       **RFF)
+                       **KRR)
 
 
 def test_dask_dataframe_columns(client, data):
@@ -180,7 +267,7 @@ def test_dask_dataframe_columns(client, data):
     x, y, z = data
     frame = dd.from_pandas(pd.DataFrame({"x": x, "y": y, "z0": z[:, 0], "z1": z[:, 1]}),
                            npartitions=4)
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=20, feature_rng=3, rng=1, **RFF)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=20, feature_rng=3, rng=1, **KRR)
     dsk = privci.privgcm(frame["x"], frame["y"], frame[["z0", "z1"]], **kw)
     mem = privci.privgcm(x, y, z, **kw)
     _same(dsk, mem)

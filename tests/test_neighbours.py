@@ -52,6 +52,9 @@ from privci import cli
 from privci.baselines import kendall_statistic, private_kendall, privtot
 
 KERNELS = ("exact", "rff")
+GCM_FITS = ("exact", "rff", "spline")   # privgcm: both KRR kernels and the released spline fit
+KRR_ONLY = ("ridge_lambda", "kernel_sigma", "sensitivity", "kernel_approximation", "n_features",
+            "feature_rng")
 NOISE = {"hardened": None, "seeded": 20261126}
 N_FEATURES = 16          # random features in the searches (the issue's reproduction: 512)
 FEATURE_SEED = 3         # the data-independent frequencies: the same for both neighbours
@@ -164,8 +167,9 @@ GCM_OPTS = st.fixed_dictionaries({
     "sensitivity": st.sampled_from(("sharp", "paper")),
     "n_blocks": st.sampled_from(("auto", "auto", None, 2)),
     "z": st.sampled_from(("given", "given", "given", "none")),   # none: unconditional test
+    "z_center": st.sampled_from((0.0, 0.0, 0.5, -1e308)),       # the spline fit's public centre
 })
-PRIVGCM_ONLY = ("alternative", "center_epsilon", "n_blocks")
+PRIVGCM_ONLY = ("alternative", "center_epsilon", "n_blocks", "z_center")
 CRT_PAIRS = _pairs(2, 36, x=1, y=1, z=st.integers(1, 2), xr=5)
 MEANS = {
     "sin": lambda z: np.sin(z[:, 0]),
@@ -215,7 +219,16 @@ def _z(d, opts):
 
 
 def _privgcm_call(kernel, noise, opts):
-    kw = dict({k: v for k, v in opts.items() if k != "z"}, **_kernel_kw(kernel, noise))
+    if kernel == "spline":
+        kw = {k: v for k, v in opts.items() if k != "z" and k not in KRR_ONLY}
+        kw["regression"] = "spline"
+        if kw.get("n_blocks", "auto") is None:
+            kw["n_blocks"] = "auto"       # one block per row is the KRR path's option
+        if opts["z"] == "none":
+            kw.pop("z_center", None)
+    else:
+        kw = dict({k: v for k, v in opts.items() if k not in ("z", "z_center")},
+                  **_kernel_kw(kernel, noise), regression="krr")
 
     def call(d):
         return privci.privgcm(nu.vec(d["x"]), nu.vec(d["y"]), _z(d, opts), epsilon=1.0,
@@ -229,7 +242,7 @@ def check_privgcm(kernel, noise, pair, opts):
 
 
 @pytest.mark.parametrize("noise", NOISE)
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", GCM_FITS)
 def test_privgcm_neighbours(kernel, noise):
     _search(lambda pair, opts: check_privgcm(kernel, noise, pair, opts), 25 * FAST,
             pair=GCM_PAIRS, opts=GCM_OPTS)
@@ -472,6 +485,9 @@ def test_slow_search_all_entry_points(tmp_path, kernel, noise):
     """The same properties on ten times as many pairs, with shrinking (--runslow)."""
     _search(lambda pair, opts: check_privgcm(kernel, noise, pair, opts), 30 * SLOW, slow=True,
             pair=GCM_PAIRS, opts=GCM_OPTS)
+    if kernel == "exact":
+        _search(lambda pair, opts: check_privgcm("spline", noise, pair, opts), 30 * SLOW,
+                slow=True, pair=GCM_PAIRS, opts=GCM_OPTS)
     _search(lambda pair, opts: check_privcrt(kernel, noise, pair, opts), 30 * SLOW, slow=True,
             pair=CRT_PAIRS, opts=CRT_OPTS)
     _search(lambda pair, opts: check_privtot(kernel, noise, pair, opts), 20 * SLOW, slow=True,
@@ -517,7 +533,10 @@ def test_issue_rff_one_huge_finite_z(label, new, noise):
     kw = {"kernel_approximation": "rff", "feature_rng": None if NOISE[noise] is None else 5}
     _compare(f"privgcm[rff, {noise}]", lambda d: privci.privgcm(
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=4, y_bound=4,
-        rng=NOISE[noise], **kw), pair, f"issue 12 finding 1, privgcm, {label}")
+        rng=NOISE[noise], regression="krr", **kw), pair, f"issue 12 finding 1, privgcm, {label}")
+    _compare(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
+        d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=4, y_bound=4,
+        rng=NOISE[noise]), pair, f"privgcm, released spline fit, {label}")
     mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
     _compare(f"privcrt[rff, {noise}]", lambda d: privci.privcrt(
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, model_x=mx, y_bound=4,
@@ -584,7 +603,7 @@ def test_issue_cholesky_fallback_warning(noise):
     for lam in (1e-18, 1e-20):
         _compare(f"privgcm[exact, {noise}]", lambda d: privci.privgcm(
             d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=3, y_bound=3,
-            ridge_lambda=lam, rng=NOISE[noise]), pair, f"Cholesky fallback, lambda {lam:g}")
+            ridge_lambda=lam, rng=NOISE[noise], regression="krr"), pair, f"Cholesky fallback, lambda {lam:g}")
         a, b = _compare("residual_products[exact, sharp]", lambda d: privci.residual_products(
             d["x"][:, 0], d["y"][:, 0], d["z"], x_bound=3, y_bound=3, ridge_lambda=lam),
             pair, f"Cholesky fallback, lambda {lam:g}", released=lambda rp: (rp.sensitivity,))
@@ -614,10 +633,13 @@ def test_minimum_n_and_all_rows_equal(noise):
             kw = _kernel_kw(kernel, noise)
             _compare(f"privgcm[{kernel}, {noise}]", lambda d: privci.privgcm(
                 d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=1, y_bound=1,
-                rng=NOISE[noise], **kw), pair, "minimum n")
+                rng=NOISE[noise], regression="krr", **kw), pair, "minimum n")
             _compare(f"privcrt[{kernel}, {noise}]", lambda d: privci.privcrt(
                 d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, model_x=mx, y_bound=1,
                 x_residual_bound=1, n_resamples=4, rng=NOISE[noise], **kw), pair, "minimum n")
+        _compare(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
+            d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=1, y_bound=1,
+            rng=NOISE[noise]), pair, "minimum n")
         _compare(f"private_kendall[{noise}]", lambda d: private_kendall(
             d["x"][:, 0], d["y"][:, 0], np.zeros(2), epsilon=1.0, categorical_z=True,
             rng=NOISE[noise]), pair, "minimum n")
@@ -642,7 +664,8 @@ def test_opendp_never_sees_a_non_finite_value():
     z[0, 0] = 1e308
     NONFINITE_TO_OPENDP.clear()
     with np.errstate(all="ignore"):
-        privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, kernel_approximation="rff")
+        privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, kernel_approximation="rff",
+                       regression="krr")
         mx = privci.GaussianModelX(lambda zz: np.exp(zz[:, 0]), 1.0)
         with contextlib.suppress(Exception):
             privci.privcrt(x, y, z, epsilon=1.0, model_x=mx, y_bound=4, x_residual_bound=4,
@@ -695,7 +718,7 @@ def test_cv_guarantee_is_conditional():
     """Finding 4: with ridge_lambda="cv" the guarantee line must not claim plain epsilon-DP."""
     x, y, z = _issue_data(60)
     for rng in (None, 3):
-        g = privci.privgcm(x, y, z, epsilon=1, x_bound=4, y_bound=4, ridge_lambda="cv",
+        g = privci.privgcm(x, y, z, epsilon=1, x_bound=4, y_bound=4, ridge_lambda="cv", regression="krr",
                            rng=rng).privacy.guarantee
         mentions_tuning = re.search(r"cross-validat|tun|\bcv\b|chosen|selected", g, re.I)
         qualified = re.search(r"\bnot\b|\bno\b|only|conditional|given the|if |unless|except",

@@ -12,6 +12,13 @@ from audit import products_l1_ratio
 import privci
 from privci import mechanisms
 
+
+def _krr_privgcm(*args, **kw):
+    """privgcm with the kernel ridge regression (the tests of the KRR path)."""
+    import privci as _p
+    kw.setdefault("regression", "krr")
+    return _p.privgcm(*args, **kw)
+
 AUDIT = {"max_ratio": 0.0}
 
 
@@ -154,12 +161,12 @@ def test_private_centres_compose_with_the_public_centre_path():
     z = rng.normal(size=(n, 2))
     x = 5 + rng.uniform(-2, 2, size=n)
     y = -1 + rng.uniform(-3, 3, size=(n, 2))
-    res = privci.privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
+    res = _krr_privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
                          x_center=5.0, y_center=-1.0, rng=np.random.default_rng(8), n_sim=50)
     gen = np.random.default_rng(8)
     m = np.array([((x - 5) / 2).mean(), *((y + 1) / 3).mean(axis=0)])
     m = m + gen.laplace(0.0, 2 * 3 / (n * 0.5), size=3)
-    ref = privci.privgcm(x, y, z, epsilon=1.5, x_bound=2.0, y_bound=3.0,
+    ref = _krr_privgcm(x, y, z, epsilon=1.5, x_bound=2.0, y_bound=3.0,
                          x_center=5 + 2 * m[0], y_center=-1 + 3 * m[1:], rng=gen, n_sim=50)
     assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
     assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
@@ -167,11 +174,11 @@ def test_private_centres_compose_with_the_public_centre_path():
     assert res.privacy.noise_scale == pytest.approx(ref.privacy.noise_scale, rel=1e-15)
     np.testing.assert_allclose(res.privacy.bounds["y_center"], -1 + 3 * m[1:], rtol=1e-12)
     assert "0.5 for the released centres, 1.5 for the residual products" in res.privacy.guarantee
-    blocks = privci.privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
+    blocks = _krr_privgcm(x, y, z, epsilon=2.0, center_epsilon=0.5, x_bound=2.0, y_bound=3.0,
                             x_center=5.0, y_center=-1.0, rng=4, n_sim=50, n_blocks=10)
     assert "1.5 for the block sums" in blocks.privacy.guarantee
     # the released centres are the only data-dependent shift: clipped rows stay clipped
-    far = privci.privgcm(np.r_[x[:-1], 1e6], y, z, epsilon=2.0, center_epsilon=0.5,
+    far = _krr_privgcm(np.r_[x[:-1], 1e6], y, z, epsilon=2.0, center_epsilon=0.5,
                          x_bound=2.0, y_bound=3.0, x_center=5.0, y_center=-1.0, rng=3, n_sim=50)
     assert np.isfinite(far.statistic) and abs(far.privacy.bounds["x_center"][0] - 5) < 2
 
@@ -186,7 +193,7 @@ def test_budget_split_never_exceeds_epsilon_in_exact_arithmetic(total, spent):
     r = _remaining_budget(total, spent)
     assert Fraction(r) + Fraction(spent) <= Fraction(total)
     assert Fraction(float(np.nextafter(r, np.inf))) + Fraction(spent) > Fraction(total)
-    res = privci.privgcm(X, Y, Z, epsilon=total, center_epsilon=spent, x_bound=1.0,
+    res = _krr_privgcm(X, Y, Z, epsilon=total, center_epsilon=spent, x_bound=1.0,
                          y_bound=1.0, rng=0)
     assert res.privacy.noise_scale == res.privacy.sensitivity / r
 
@@ -205,7 +212,7 @@ def test_private_centres_restore_the_level_on_uncentred_data():
             z = g.uniform(-1, 1, size=(1000, 2))
             x = np.where(g.random(1000) < 0.6, -1.0, g.uniform(-1, 1, 1000))
             y = np.clip(0.6 + 0.3 * np.sin(3 * z[:, 0]) + 0.2 * g.normal(size=1000), -1, 1)
-            res = privci.privgcm(x, y, z, epsilon=8.0, x_bound=1, y_bound=1, rng=g,
+            res = _krr_privgcm(x, y, z, epsilon=8.0, x_bound=1, y_bound=1, rng=g,
                                  center_epsilon=center_epsilon, kernel_approximation="rff",
                                  n_features=128, feature_rng=r)
             rej += res.pvalue <= 0.05
@@ -219,7 +226,7 @@ def test_privgcm_uses_exactly_scale_sensitivity_over_epsilon():
     drawn from the same generator."""
     rng = np.random.default_rng(2)
     x, y, z = _random_data(rng, 80, 2)
-    res = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None)
+    res = _krr_privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None)
     rp = privci.residual_products(x, y, z, x_bound=3, y_bound=3)
     noise = np.random.default_rng(123).laplace(0.0, rp.sensitivity / 0.7, size=(80, 1))
     stat = naive.gcm_univariate(rp.products + noise[:, 0])
@@ -229,7 +236,7 @@ def test_privgcm_uses_exactly_scale_sensitivity_over_epsilon():
     assert res.privacy.n_blocks == 80
     assert not res.privacy.hardened and any("not hardened" in c for c in res.privacy.caveats)
     # the paper's Algorithm 1: its constant, one block per row
-    paper = privci.privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None,
+    paper = _krr_privgcm(x, y, z, epsilon=0.7, x_bound=3, y_bound=3, rng=123, n_blocks=None,
                            sensitivity="paper")
     assert paper.privacy.sensitivity == pytest.approx(naive.gcm_sensitivity(5.0, "paper"))
 
@@ -244,7 +251,7 @@ def test_block_path_is_laplace_on_block_sums(k):
     rng = np.random.default_rng(5)
     n = 83
     x, y, z = _random_data(rng, n, 1)
-    res = privci.privgcm(x, y, z, epsilon=0.9, x_bound=3, y_bound=3, rng=321, n_blocks=k)
+    res = _krr_privgcm(x, y, z, epsilon=0.9, x_bound=3, y_bound=3, rng=321, n_blocks=k)
     rp = privci.residual_products(x, y, z, x_bound=3, y_bound=3)
     gen = np.random.default_rng(321)
     labels = _private.block_labels(n, k, _private.new_entropy(gen))
@@ -299,7 +306,7 @@ def test_opendp_map_certifies_epsilon():
 def test_hardened_result_record():
     rng = np.random.default_rng(3)
     x, y, z = _random_data(rng, 50, 1)
-    res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=3, y_bound=3)
+    res = _krr_privgcm(x, y, z, epsilon=2.0, x_bound=3, y_bound=3)
     p = res.privacy
     assert p.hardened and "OpenDP" in p.mechanism and p.epsilon == 2.0
     assert p.ridge_lambda == 5.0 and p.kernel_sigma == 1.0
@@ -313,7 +320,7 @@ def test_hardened_result_record():
 def test_result_carries_no_unnoised_values():
     rng = np.random.default_rng(4)
     x, y, z = _random_data(rng, 60, 1)
-    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=0)
+    res = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=0)
     for f in dataclasses.fields(res):
         v = getattr(res, f.name)
         assert not isinstance(v, np.ndarray), f.name
@@ -324,7 +331,7 @@ def test_result_carries_no_unnoised_values():
 def test_cv_opt_in_states_caveat():
     rng = np.random.default_rng(5)
     x, y, z = _random_data(rng, 60, 1)
-    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, ridge_lambda="cv", rng=0)
+    res = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, ridge_lambda="cv", rng=0)
     assert any("does NOT cover the tuning" in c for c in res.privacy.caveats)
     assert res.privacy.ridge_lambda == 5.0   # bound uses the grid minimum
     assert res.privacy.sensitivity == pytest.approx(privci.gcm_sensitivity(5.0, "paper"))
@@ -333,22 +340,22 @@ def test_cv_opt_in_states_caveat():
 def test_multivariate_privgcm_noise_over_all_columns():
     rng = np.random.default_rng(6)
     x, y, z = _random_data(rng, 100, 1, p=2, q=2)
-    res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
+    res = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
     assert res.privacy.sensitivity == pytest.approx(4 * privci.gcm_sensitivity(5.0, "paper"))
     assert res.privacy.noise_scale == pytest.approx(res.privacy.sensitivity)
     assert res.n_sim == 200 and 0 < res.pvalue <= 1
-    again = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
+    again = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=5, n_sim=200)
     assert again.statistic == res.statistic and again.pvalue == res.pvalue
 
 
 def test_seeded_reproducible_and_hardened_varies():
     rng = np.random.default_rng(7)
     x, y, z = _random_data(rng, 50, 1)
-    a = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
-    b = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
+    a = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
+    b = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3, rng=1)
     assert a.statistic == b.statistic
-    c = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
-    d = privci.privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
+    c = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
+    d = _krr_privgcm(x, y, z, epsilon=1.0, x_bound=3, y_bound=3)
     assert c.statistic != d.statistic
 
 
@@ -389,7 +396,7 @@ def test_privgcm_bad_input(kwargs, exc, match):
     args.update(kwargs)
     x, y, z = args.pop("x"), args.pop("y"), args.pop("z")
     with pytest.raises(exc, match=match):
-        privci.privgcm(x, y, z, rng=0, **args)
+        _krr_privgcm(x, y, z, rng=0, **args)
 
 
 # --------------------------------------------------------------------------- level and power
@@ -409,7 +416,7 @@ def rejection_rate(n, d, eps, beta, reps, seed, **kw):
         x, y, z = naive.paper_data(rng, n, d=d, beta=beta)
         kw.setdefault("n_blocks", None)   # the power theorem's per-product mechanism
         kw.setdefault("sensitivity", "sharp")
-        r = privci.privgcm(x, y, z, epsilon=eps, x_bound=a, y_bound=b, rng=rng, **kw)
+        r = _krr_privgcm(x, y, z, epsilon=eps, x_bound=a, y_bound=b, rng=rng, **kw)
         rej += r.pvalue < 0.05
         stats_.append(r.statistic)
     return rej / reps, np.array(stats_)

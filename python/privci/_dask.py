@@ -3,15 +3,36 @@
 :func:`privci.privgcm`, :func:`privci.privcrt` and :func:`privci.gcm` hand their
 call to this module when ``x``, ``y`` or ``z`` is a Dask collection (a
 ``dask.array.Array``, or a Dask DataFrame / Series whose columns are the
-variables).  With ``kernel_approximation="rff"`` the test runs as map-reduce
-passes over the row partitions on the current Dask client
-(``distributed.get_client()``; without one, a LocalCluster with one
-single-threaded worker per core, started once per process):
+variables).  The test runs as map-reduce passes over the row partitions on the
+current Dask client (``distributed.get_client()``; without one, a LocalCluster
+with one single-threaded worker per core, started once per process).  z is
+shifted and scaled by the public ``z_center`` and ``z_scale`` elementwise (lazily).
+
+PrivGCM with ``regression="spline"`` (the default when z is given; see
+:mod:`privci._spline`):
 
 0. (validation) every partition reports whether it holds NaN or inf, so bad
-   data raise the in-memory path's error before any budget is charged;
-   with ``center_epsilon`` also the column sums of the clipped, scaled data,
-   whose noisy means are drawn on a worker;
+   data raise the in-memory path's error before any budget is charged; with
+   ``center_epsilon`` also the column sums of the clipped, scaled data, whose
+   noisy means are drawn on a worker;
+1. every partition computes the spline basis phi of its rows of z, the labels
+   of its rows in the data-independent half split
+   (:func:`privci._private.block_labels` on its global row range) and returns
+   the upper triangle of phi^T phi and phi^T u over its rows in half A (u = the
+   x columns) and in half B (u = the y columns); the sums are reduced by a tree
+   of additions and released on the client (Laplace on the Gram matrices and
+   cross-products, as :func:`privci._spline.release_fit`), which solves for the
+   public coefficients;
+2. every partition recomputes phi, its residuals with the released
+   coefficients (clipped to [-1, 1]), its products and its partial block sums;
+   the final task adds them and draws the Laplace noise (sensitivity 2 p q) on
+   its worker; the parametric bootstrap of the fit's shift and the t statistic
+   run on the client, on released values only.
+
+PrivGCM with ``regression="krr"``, PrivCRT and the GCM test need
+``kernel_approximation="rff"`` when z is given:
+
+0. validation, as above;
 1. (z given) every partition accumulates G_j = Phi_j^T Phi_j and
    B_j = Phi_j^T U_j (random Fourier features, 2D columns); the sums are
    reduced by a tree of additions and the ridge system (G + n lambda I) w = B
@@ -37,14 +58,18 @@ pass (``distributed.progress``); the environment variable ``PRIVCI_DASK_PROGRESS
 forces it on, ``=0`` off.
 
 No un-noised per-row value leaves a worker: partial block sums, G_j and B_j
-are sums over rows, and the client sees only G, B (which do not depend on the
-noise-free products) and noisy releases.  Memory per worker is bounded by the
-partition size times the number of columns and by (2D)^2, never by n.
+(and the spline's per-half Gram matrices and cross-products) are sums over rows,
+and the client sees only such sums (the KRR path's G, B do not depend on the
+noise-free products; the spline's are released with noise before any use) and
+noisy releases.  Memory per worker is bounded by the partition size times the
+number of columns and by (2D)^2 (or the spline basis width squared), never by n.
 
 Equality with the in-memory path: the same data, ``rng`` (an int or a
 generator) and ``feature_rng`` give the same result up to floating-point
 reduction order (the seeded numpy noise is drawn in the in-memory order:
-centre noise, block entropy, block noise; per-row noise from the PCG64
+centre noise, block entropy, block noise; with the spline: centre noise, the
+half split's entropy, the x fit's noise (Gram, cross-products), the y fit's,
+the block entropy, the block noise, the bootstrap; per-row noise from the PCG64
 stream advanced by the partition's first index).  The sensitivity and the
 privacy record are those of the in-memory path; the method says "on Dask".
 """
@@ -357,6 +382,77 @@ def _gcm_resid_block(xb, yb, zb, centre, freqs_t, w):
     return _residual_block(_raw_block(xb, yb, centre), zb, freqs_t, w, None)
 
 
+def _spline_pass1(xb, yb, zb, spec, start, stop):
+    """Pass 1 of the spline path on one partition: the fit's sufficient statistics.
+
+    Returns (G_A, b_A, G_B, b_B): the upper triangle of phi^T phi and phi^T u over the
+    rows of this partition in half A (u = the x columns) and in half B (u = the y
+    columns); the halves come from :func:`privci._private.block_labels` on the
+    partition's global row range, so they equal the in-memory split.
+    """
+    from . import _spline as S
+    from ._private import block_labels
+    from .mechanisms import quiet
+    p = spec["p"]
+    with quiet():
+        U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
+        phi = S.spline_basis(np.ascontiguousarray(zb))
+        half = block_labels(spec["n"], 2, spec["entropy"], start, stop) == 0
+        iu = np.triu_indices(phi.shape[1])
+        pa, pb = phi[half], phi[~half]
+        return ((pa.T @ pa)[iu], pa.T @ U[half, :p], (pb.T @ pb)[iu], pb.T @ U[~half, p:])
+
+
+def _spline_pass2(xb, yb, zb, spec, start, stop):
+    """Pass 2 of the spline path on one partition: partial block sums of the products."""
+    from . import _spline as S
+    from ._private import block_labels, block_sums
+    from .mechanisms import quiet
+    p = spec["p"]
+    with quiet():
+        U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
+        phi = S.spline_basis(np.ascontiguousarray(zb))
+        rx = S.residuals(U[:, :p], phi, spec["coef_x"])
+        ry = S.residuals(U[:, p:], phi, spec["coef_y"])
+        del U, phi
+        prod = _kernels.residual_products(np.ascontiguousarray(rx), np.ascontiguousarray(ry))
+        del rx, ry
+        labels = block_labels(spec["n"], spec["k"], spec["entropy"], start, stop)
+        return block_sums(prod, labels, spec["k"])
+
+
+def _release_summed_fit(gram_tri, cross, rows, epsilon, rng):
+    """:func:`privci._spline.release_fit` on summed statistics instead of the rows.
+
+    ``gram_tri`` is the upper triangle of sum phi phi^T and ``cross`` = sum phi u^T
+    (p, cols) over the ``rows`` rows of one half (a public count).  The same noise (Gram
+    then cross-products, ``GRAM_SHARE`` of ``epsilon`` on the Gram matrix), value bound
+    and eigenvalue-floored solve as the in-memory release; epsilon-DP.
+    """
+    from . import _spline as S
+    from .mechanisms import laplace_mechanism
+    p = cross.shape[0]
+    d = S._d_from_p(p)
+    cols = cross.shape[1]
+    iu = np.triu_indices(p)
+    m = max(int(rows), 1)
+    eps_g = S.GRAM_SHARE * epsilon
+    eps_b = epsilon - eps_g
+    Gn, info_g = laplace_mechanism(np.asarray(gram_tri, dtype=np.float64),
+                                   S.gram_sensitivity(d), eps_g, rng, value_bound=float(m))
+    bn, info_b = laplace_mechanism(np.asarray(cross, dtype=np.float64),
+                                   S.cross_sensitivity(d, cols), eps_b, rng,
+                                   value_bound=float(m))
+    gram = np.zeros((p, p))
+    gram[iu] = Gn
+    gram = gram + np.triu(gram, 1).T
+    coef = S._solve(gram, bn, info_g.scale)
+    return S.FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale,
+                        cross_scale=info_b.scale, coef=coef,
+                        hardened=info_g.hardened and info_b.hardened,
+                        mechanism=info_g.mechanism)
+
+
 # --------------------------------------------------------------------------- shared steps
 
 def _inputs(x, y, z, zname_required=False):
@@ -396,24 +492,120 @@ def _dask_caption(n_parts):
 
 # --------------------------------------------------------------------------- PrivGCM
 
+def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_test, eps_c,
+                    scaling, means, xc, yc, centre_info, inp, user_rng, mode, n_sim,
+                    alternative, composition):
+    """The released-regression path of privgcm on Dask (``gcm._privgcm_spline``, two passes).
+
+    The seeded draws come in the in-memory order: (centre noise, drawn by the caller),
+    the entropy of the half split, the x fit's noise (Gram, cross-products), the y fit's,
+    the entropy of the blocks, the block sums' noise (on a worker), the bootstrap.
+    """
+    from dask import delayed
+
+    from . import _spline as S
+    from ._private import SEEDED_CAVEAT, block_counts, guarantee_text, new_entropy
+    from .gcm import _method_name, _remaining_budget
+    from .mechanisms import quiet
+    from .results import PrivacyRecord, PrivateTestResult
+
+    eps_fit = S.FIT_SHARE * eps_test
+    eps_t = _remaining_budget(eps_test, eps_fit)
+    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k,
+            "entropy": new_entropy(user_rng)}
+    # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed
+    parts = [delayed(_spline_pass1)(a, b, zz, spec, s, e)
+             for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
+    g_a, b_a, g_b, b_b = _run(client, [_tree_sum(parts)], n)[0]
+    rows_a, rows_b = block_counts(n, 2)        # public sizes of the two halves
+    with quiet():
+        rel_x = _release_summed_fit(g_a, b_a, rows_a, eps_fit, user_rng)
+        rel_y = _release_summed_fit(g_b, b_b, rows_b, eps_fit, user_rng)
+    # pass 2: residuals with the released coefficients, partial block sums; noise on a worker
+    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k,
+            "coef_x": rel_x.coef, "coef_y": rel_y.coef, "entropy": new_entropy(user_rng)}
+    counts = block_counts(n, k)
+    parts = [delayed(_spline_pass2)(a, b, zz, spec, s, e)
+             for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
+    task = delayed(_noisy_reduce)(parts, 2.0 * p * q, eps_t, _rng_state(user_rng),
+                                  float(counts.max()))
+    released, info, state = _run(client, [task], n)[0]
+    _restore(user_rng, state)
+    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
+    with quiet():
+        shift2 = S.shift_second_moment(rel_x, rel_y, S.N_BOOT, boot_rng)
+        stat, pval, stat_name = S.spline_statistic(released, shift2.T.ravel(), mode)
+
+    # the privacy record: that of gcm.privgcm's spline path, field by field
+    fit = (f"released additive cubic-spline regression ({S.n_basis(d)} features for {d} "
+           f"column(s) of z; rows split into two halves by a data-independent partition, x "
+           f"fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
+           f"(L1 sensitivity {S.gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
+           f"{S.cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
+    mechanism = (f"{fit}; {info.mechanism} on {k} block sums of the residual products clipped "
+                 f"to [-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
+    hardened = info.hardened and rel_x.hardened and rel_y.hardened
+    caveats = []
+    if not hardened:
+        caveats.append(SEEDED_CAVEAT)
+    caveats.append("the level of any GCM-type test rests on the quality of the two "
+                   "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
+                   "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
+    caveats.append("the released regression is additive in the columns of z (cubic splines "
+                   "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
+                   "scale (z_center, z_scale) and interactions between columns of z are not "
+                   "fitted; the level was measured on the designs in the documentation, not "
+                   "proved.")
+    parts_eps, pieces = [], []
+    if centre_info is not None:
+        parts_eps.append(f"{eps_c:g} for the released centres")
+        pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
+                      f"(epsilon {eps_c:g})")
+    parts_eps.append(f"{eps_fit:g} for the released regression")
+    if pieces:
+        mechanism = "; ".join([mechanism] + pieces)
+    comp_text = (f" (sequential composition: {', '.join(parts_eps)}, {eps_t:g} for the block "
+                 "sums)")
+    record = PrivacyRecord(
+        epsilon=eps, mechanism=mechanism, sensitivity=2.0 * p * q,
+        noise_scale=info.scale, hardened=hardened, ridge_lambda=None, kernel_sigma=None,
+        bounds={"x_bound": tuple(np.asarray(inp.xb, dtype=float).tolist()),
+                "y_bound": tuple(np.asarray(inp.yb, dtype=float).tolist()),
+                "x_center": tuple(np.asarray(xc, dtype=float).tolist()),
+                "y_center": tuple(np.asarray(yc, dtype=float).tolist())},
+        guarantee=guarantee_text(
+            eps, "statistic, pvalue", "one row (x_i, y_i, z_i)", hardened=hardened,
+            released_bounds=False, covered=True, composition=comp_text),
+        caveats=tuple(caveats), n_blocks=k, composition=composition,
+        sensitivity_kind="released spline fit")
+    c = p * q
+    method = _method_name(c, private=True) + ", released spline regression"
+    if k < n:
+        method += f", {k} noisy block sums"
+    method += _dask_caption(len(xbl))
+    return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
+                             method=method, n=n, privacy=record, statistic_name=stat_name,
+                             n_sim=n_sim if c > 1 else None)
+
+
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=0.0):
     """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc)."""
-    if bounds_epsilon is not None or z_scale is not None or any(
-            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center)):
-        raise ValueError("'auto' bounds and centres are not available on Dask arrays yet: "
-                         "release them first with privci.bounds.private_bounds on a sample "
-                         "or pass public values.")
+    if bounds_epsilon is not None or any(
+            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center, z_scale)):
+        raise ValueError("'auto' bounds, centres and z scales are not available on Dask arrays "
+                         "yet: release them first with privci.bounds.private_bounds (or "
+                         "private_scale) on a sample or pass public values.")
     from dask import delayed
 
     from ._private import (SEEDED_CAVEAT, block_counts, block_statistic, guarantee_text,
                            new_entropy)
     from .budget import _charge
-    from .gcm import (_GCMInputs, _check_n_blocks, _method_name, _remaining_budget,
-                      _statistic_from_sums)
+    from .gcm import (_GCMInputs, _check_n_blocks, _check_regression, _method_name,
+                      _remaining_budget, _statistic_from_sums)
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult
@@ -431,7 +623,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                              f"it is part of; got {center_epsilon!r} instead.")
         eps_test = _remaining_budget(eps, eps_c)
     xd, yd, zd, n = _inputs(x, y, z)
-    _need_rff(zd, kernel_approximation, "PrivGCM")
+    if regression == "krr":
+        _need_rff(zd, kernel_approximation, "PrivGCM with regression='krr'")
     V.check_min_n(n, 2, "PrivGCM")
     p, q = xd.shape[1], yd.shape[1]
     # the in-memory validation of every hyper-parameter, on placeholder rows
@@ -440,17 +633,39 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                      ridge_lambda, kernel_sigma, cv_lambdas, kernel_approximation, n_features,
                      feature_rng, x_center, y_center, sensitivity)
     conditional = zd is not None
-    k = _check_n_blocks(n_blocks, n, conditional)
+    reg = _check_regression(regression, conditional, {
+        "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
+        "kernel_approximation": kernel_approximation, "n_features": n_features,
+        "feature_rng": feature_rng, "sensitivity": sensitivity})
+    spline = reg == "spline" and conditional
+    k = _check_n_blocks(n_blocks, n, conditional, reg)
+    if z_scale is not None and not conditional:
+        raise ValueError("`z_scale` needs z; got z = None.")
+    zc = zs = None
+    if not conditional:
+        if not (isinstance(z_center, (int, float)) and not isinstance(z_center, bool)
+                and z_center == 0):
+            raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
+    else:
+        zc = V.public_centres(z_center, "z_center", zd.shape[1])
+        if z_scale is not None:
+            zs = V.positive_bounds(z_scale, "z_scale", zd.shape[1])
     c = p * q
-    if k == n and c > 1:
+    if k == n and c > 1 and not spline:
         raise ValueError("PrivGCM on Dask arrays with one block per row (n_blocks=None, or "
-                         "'auto' with z) supports univariate x and y only (the max statistic "
-                         "needs every noisy product); give an integer `n_blocks` for "
-                         f"multivariate x or y (got {p} x {q} columns).")
+                         "'auto' with z and regression='krr') supports univariate x and y only "
+                         "(the max statistic needs every noisy product); give an integer "
+                         f"`n_blocks` for multivariate x or y (got {p} x {q} columns).")
     client = _client()
     named = [("x", xd), ("y", yd)] + ([("z", zd)] if conditional else [])
     _check_finite(client, named, n)
     composition = _charge(budget, eps, test="privgcm", details=f"n = {n}, {k} blocks")
+    if conditional:
+        # public shift and scale of z, as in memory: (z - z_center) / z_scale, elementwise
+        if np.any(zc != 0):
+            zd = zd - zc
+        if zs is not None:
+            zd = zd / zs
 
     xbl, ybl = _blocks(xd), _blocks(yd)
     zbl = _blocks(zd) if conditional else [None] * len(xbl)
@@ -460,6 +675,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     centre_info = None
     means = None
     if eps_c is not None:
+        # drawn first, as in memory (inp.scaled): the released means of the clipped,
+        # scaled columns, then U = clip(U - means, -1, 1) in every later pass
         parts = [delayed(_colsum_block)(a, b, *scaling) for a, b in zip(xbl, ybl)]
         task = delayed(_noisy_reduce)(parts, 2.0 * (p + q) / n, eps_c, _rng_state(user_rng),
                                       1.0, divide=float(n))
@@ -467,6 +684,12 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         _restore(user_rng, state)
         xc = xc + inp.xb * means[:p]
         yc = yc + inp.yb * means[p:]
+    if spline:
+        return _privgcm_spline(
+            client, xbl, ybl, zbl, offsets, n=n, p=p, q=q, d=zd.shape[1], k=k, eps=eps,
+            eps_test=eps_test, eps_c=eps_c, scaling=scaling, means=means, xc=xc, yc=yc,
+            centre_info=centre_info, inp=inp, user_rng=user_rng, mode=mode, n_sim=n_sim,
+            alternative=alternative, composition=composition)
     freqs_t = w = None
     if conditional:
         freqs = rff_frequencies(zd.shape[1], inp.n_features, inp.sigma, inp.feature_rng)
