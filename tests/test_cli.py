@@ -40,21 +40,21 @@ def csv_file(tmp_path):
 
 def test_privgcm_subcommand(csv_file, capsys):
     code = cli.main(["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
-                     "--epsilon", "2", "--x-bound", "5", "--y-bound", "8", "--seed", "1"])
+                     "--epsilon", "2", "--x-bound", "5", "--y-bound", "8", "--seed", "1", "--regression", "krr"])
     out = capsys.readouterr().out
     assert code == 0 and "PrivateTestResult" in out and "epsilon=2" in out and "NOT hardened" in out
 
 
 def test_privgcm_subcommand_centres(csv_file, capsys):
     common = ["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "2",
-              "--x-bound", "5", "--y-bound", "8", "--seed", "1"]
+              "--x-bound", "5", "--y-bound", "8", "--seed", "1", "--regression", "krr"]
     assert cli.main(common + ["--x-center", "0.5", "--y-center", "-0.2"]) == 0
     out = capsys.readouterr().out
     d = np.genfromtxt(csv_file, delimiter=",", names=True)
     ref = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
-                         x_bound=5, y_bound=8, x_center=0.5, y_center=-0.2, rng=1)
+                         x_bound=5, y_bound=8, x_center=0.5, y_center=-0.2, rng=1, regression="krr")
     uncentred = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
-                               x_bound=5, y_bound=8, rng=1)
+                               x_bound=5, y_bound=8, rng=1, regression="krr")
     assert f"statistic={ref.statistic:g}," in out.replace(" ", "")
     assert f"statistic={uncentred.statistic:g}," not in out.replace(" ", "")
     assert cli.main(common + ["--center-epsilon", "0.2"]) == 0

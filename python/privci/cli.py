@@ -142,8 +142,10 @@ def demo(seed=None, out=sys.stdout):
         q = f"diabetes: {xname} _||_ progression | age, sex, bp"
         rows.append(_row("GCM", q, gcm(col[xname], prog, z, kernel_sigma=0.1)))
         for eps in (1.0, 8.0):
+            # the diabetes columns are centred with sd 1 / sqrt(442) (public: how the
+            # data set is distributed); the spline fit needs z on a unit scale
             res = privgcm(col[xname], prog, z, epsilon=eps, x_bound=4.0, y_bound=3.0,
-                               kernel_sigma=0.1, rng=noise_rng)
+                          z_scale=1.0 / np.sqrt(442.0), rng=noise_rng)
             rows.append(_row("PrivGCM", q, res))
     # the paper's simulation (d = 1, s = 2) under the null and an alternative
     n = 1000
@@ -158,7 +160,7 @@ def demo(seed=None, out=sys.stdout):
         q = f"simulation n={n}, beta={beta:g} ({'null' if beta == 0 else 'alternative'})"
         rows.append(_row("GCM", q, gcm(x, y, zz)))
         rows.append(_row("PrivGCM", q, privgcm(x, y, zz, epsilon=7.0, x_bound=4.0,
-                                                    y_bound=yb, rng=noise_rng)))
+                                                    y_bound=yb, z_scale=2.0, rng=noise_rng)))
         rows.append(_row("CRT", q, crt(x, y, zz, model_x=mx, n_resamples=199, rng=rng)))
         rows.append(_row("PrivCRT", q, privcrt(x, y, zz, epsilon=2.0, model_x=mx,
                                                     y_bound=yb, x_residual_bound=4.0,
@@ -200,6 +202,13 @@ def main(argv=None):
                    help="subtract the sample means of X and Y first (KRR has no intercept)")
     pg = sub.add_parser("privgcm", help="PrivGCM on a CSV file")
     _add_common(pg)
+    pg.add_argument("--regression", default="spline", choices=["spline", "krr"],
+                    help="spline: the released additive spline fit (default); krr: kernel ridge "
+                         "regression, the paper's mechanism (--ridge-lambda, --kernel-sigma)")
+    pg.add_argument("--z-scale", type=float, nargs="+", default=None,
+                    help="public scale of each Z column (the spline fit needs Z on a unit scale)")
+    pg.add_argument("--z-center", type=float, nargs="+", default=[0.0],
+                    help="public centre of each Z column")
     pg.add_argument("--x-bound", type=float, required=True)
     pg.add_argument("--y-bound", type=float, required=True)
     pg.add_argument("--x-center", type=float, default=0.0,
@@ -233,11 +242,16 @@ def main(argv=None):
                       alternative=args.alternative, center=args.center)
             res = GCMResult(**{**res.__dict__, "resid_x": None, "resid_y": None})
         elif args.command == "privgcm":
+            krr = ({"ridge_lambda": args.ridge_lambda, "kernel_sigma": args.kernel_sigma}
+                   if args.regression == "krr" else {})
+            zs = None if args.z_scale is None else (
+                args.z_scale[0] if len(args.z_scale) == 1 else args.z_scale)
+            zc = args.z_center[0] if len(args.z_center) == 1 else args.z_center
             res = privgcm(x, y, z, epsilon=args.epsilon, x_bound=args.x_bound,
-                               y_bound=args.y_bound, ridge_lambda=args.ridge_lambda,
-                               kernel_sigma=args.kernel_sigma, alternative=args.alternative,
-                               rng=args.seed, x_center=args.x_center, y_center=args.y_center,
-                               center_epsilon=args.center_epsilon)
+                          y_bound=args.y_bound, alternative=args.alternative,
+                          rng=args.seed, x_center=args.x_center, y_center=args.y_center,
+                          center_epsilon=args.center_epsilon, regression=args.regression,
+                          z_scale=zs, z_center=zc, **krr)
         else:
             if args.x_mean_column:
                 mu = data[args.x_mean_column]

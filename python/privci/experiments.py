@@ -88,16 +88,23 @@ def _lambda_for(value, n):
 
 def _t_privgcm(data, rng, alpha, *, epsilon, ridge_lambda=5.0, kernel_sigma=1.0,
                kernel_approximation="exact", n_features=512, alternative="two-sided",
-               center_share=None):
+               center_share=None, regression="krr", z_scale=None):
+    # The grid runner reproduces the paper: regression="krr" (Algorithm 1) unless the
+    # cell asks for the released spline fit (privgcm's own default), which takes z_scale.
     from .gcm import privgcm
+    ce = None if center_share is None else float(center_share) * float(epsilon)
+    if regression == "spline":
+        res = privgcm(data.x, data.y, data.z, epsilon=epsilon, x_bound=data.x_bound,
+                      y_bound=data.y_bound, alternative=alternative, rng=rng,
+                      center_epsilon=ce, regression="spline", z_scale=z_scale)
+        return res.statistic, res.pvalue
     frng = np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]) \
         if kernel_approximation == "rff" else None
-    ce = None if center_share is None else float(center_share) * float(epsilon)
     res = privgcm(data.x, data.y, data.z, epsilon=epsilon, x_bound=data.x_bound,
                   y_bound=data.y_bound, ridge_lambda=_lambda_for(ridge_lambda, data.n),
                   kernel_sigma=kernel_sigma, kernel_approximation=kernel_approximation,
                   n_features=n_features, feature_rng=frng, alternative=alternative, rng=rng,
-                  center_epsilon=ce)
+                  center_epsilon=ce, regression="krr")
     return res.statistic, res.pvalue
 
 

@@ -722,7 +722,13 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     >>> y = np.cos(z) + rng.normal(size=500)
     >>> res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7)
     >>> res.privacy.hardened, res.privacy.n_blocks, 0 <= res.pvalue <= 1
-    (False, 500, True)
+    (False, 20, True)
+    >>> res.privacy.sensitivity_kind    # the default: the released spline regression
+    'released spline fit'
+    >>> paper = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7,
+    ...                        regression="krr")      # the paper's Algorithm 1
+    >>> paper.privacy.n_blocks, paper.privacy.sensitivity_kind
+    (500, 'paper')
     >>> stat, p = res                   # unpacks like scipy's results
     >>> privci.privgcm(x, y, None, epsilon=1.0, x_bound=4, y_bound=4, rng=7).privacy.n_blocks
     20

@@ -54,7 +54,7 @@ def _ranges(n, chunk):
 def _kwargs(n_features):
     return dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, ridge_lambda=LAM,
                 kernel_approximation="rff", n_features=n_features, feature_rng=7,
-                n_blocks=100, rng=1)
+                n_blocks=100, rng=1, regression="krr")
 
 
 def _worker_memory():

@@ -78,9 +78,9 @@ def _worker(n):
     calls = {
         "floor": lambda: floor(z, U),
         "privgcm": lambda: privci.privgcm(x, y, z, epsilon=1.0, x_bound=4.0, y_bound=4.0,
-                                          rng=1),
+                                          rng=1, regression="krr"),
         "privgcm_hardened": lambda: privci.privgcm(x, y, z, epsilon=1.0, x_bound=4.0,
-                                                   y_bound=4.0, rng=None),
+                                                   y_bound=4.0, rng=None, regression="krr"),
         "privcrt": lambda: privci.privcrt(x, y, z, epsilon=1.0, model_x=mx, y_bound=4.0,
                                           x_residual_bound=4.0, n_resamples=19, rng=2),
         "gcm": lambda: privci.gcm(x, y, z, ridge_lambda=LAM),
@@ -88,8 +88,8 @@ def _worker(n):
     # warm up: load every numba kernel from the cache, build OpenDP measurements
     small = slice(0, 200)
     floor(z[small], np.asfortranarray(U[small]))
-    privci.privgcm(x[small], y[small], z[small], epsilon=1.0, x_bound=4.0, y_bound=4.0, rng=1)
-    privci.privgcm(x[small], y[small], z[small], epsilon=1.0, x_bound=4.0, y_bound=4.0)
+    privci.privgcm(x[small], y[small], z[small], epsilon=1.0, x_bound=4.0, y_bound=4.0, rng=1, regression="krr")
+    privci.privgcm(x[small], y[small], z[small], epsilon=1.0, x_bound=4.0, y_bound=4.0, regression="krr")
     privci.privcrt(x[small], y[small], z[small], epsilon=1.0, model_x=mx, y_bound=4.0,
                    x_residual_bound=4.0, rng=2)
     privci.gcm(x[small], y[small], z[small], ridge_lambda=LAM)
@@ -112,8 +112,8 @@ def _worker(n):
 def _cold_start():
     code_seed = ("import numpy as np, privci; r = np.random.default_rng(0); "
                  "z = r.normal(size=(300, 2)); x = r.normal(size=300); y = r.normal(size=300); "
-                 "privci.privgcm(x, y, z, epsilon=1, x_bound=4, y_bound=4, rng=1)")
-    code_hard = code_seed.replace(", rng=1)", ")")
+                 "privci.privgcm(x, y, z, epsilon=1, x_bound=4, y_bound=4, rng=1, regression=\"krr\")")
+    code_hard = code_seed.replace(", rng=1,", ",")
     out = {}
     for name, code in [("import privci", "import privci"),
                        ("import + privgcm (seeded noise)", code_seed),

@@ -86,7 +86,7 @@ def _worker(n):
     y = -fz + rng.normal(size=n)
     U = np.column_stack([x / 4.0, y / 4.0])
     freqs = regression.rff_frequencies(d, D, 1.0, np.random.default_rng(3))
-    kw = dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, ridge_lambda=LAM,
+    kw = dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, ridge_lambda=LAM, regression="krr",
               kernel_approximation="rff", n_features=D, feature_rng=3)
     calls = {
         "floor": lambda: floor(z, U, freqs, False),
