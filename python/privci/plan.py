@@ -182,7 +182,7 @@ def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):
 def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=None,
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
-         alternative="two-sided", n_mc=20000, rng=0):
+         alternative="two-sided", n_mc=20000, rng=0, regression="spline"):
     """Approximate power of PrivGCM or PrivCRT, or the smallest n or epsilon for a target power.
 
     Parameters
@@ -217,6 +217,16 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         min(n, 20) (privgcm's rule without z); an integer k >= 2.
     n_resamples : int, default 19
         PrivCRT's m.
+    regression : {"spline", "krr"}, default "spline"
+        PrivGCM's regression.  "spline" (privgcm's default with z): the
+        products (residuals clipped to the bounds) have sensitivity 2 and get
+        ``1 - privci._spline.FIT_SHARE`` (10%) of epsilon on 20 block sums,
+        i.e. an effective constant C = 2 / 0.1 = 20 with ``n_blocks="auto"``;
+        ``sensitivity`` and ``ridge_lambda`` are not used.  The released fit's
+        own noise (accounted for by the test) is ignored here, so the power
+        is an upper approximation (measured on the paper's design: 1.00 where
+        this gives 1.00).  "krr": the paper's mechanism with ``sensitivity``,
+        ``ridge_lambda`` and ``n_blocks``.
     alpha : float, default 0.05
     alternative : {"two-sided", "greater", "less"}
     n_mc : int, default 20000
@@ -238,18 +248,23 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     Examples
     --------
     >>> from privci.plan import plan
-    >>> p = plan("privgcm", n=10_000, epsilon=8.0, effect=1.0, x_bound=4, y_bound=5.7)
+    >>> p = plan("privgcm", n=10_000, epsilon=8.0, effect=1.0, x_bound=4, y_bound=5.7,
+    ...          regression="krr")
     >>> round(p.power, 2)                      # Algorithm 1 (figure 4 measured 0.58)
     0.56
-    >>> plan("privgcm", epsilon=8.0, power=0.8, effect=1.0, x_bound=4, y_bound=5.7).n
+    >>> plan("privgcm", epsilon=8.0, power=0.8, effect=1.0, x_bound=4, y_bound=5.7,
+    ...      regression="krr").n
     17564
     >>> round(plan("privgcm", n=10_000, power=0.8, effect=1.0, x_bound=4,
-    ...            y_bound=5.7).epsilon, 1)
+    ...            y_bound=5.7, regression="krr").epsilon, 1)
     10.6
     >>> p = plan("privgcm", n=10_000, epsilon=1.0, effect=0.1, x_bound=4, y_bound=4,
-    ...          n_blocks=20, sensitivity="sharp")  # 20 noisy block sums
+    ...          n_blocks=20, sensitivity="sharp", regression="krr")  # 20 noisy block sums
     >>> round(p.power, 2)
     0.7
+    >>> p = plan("privgcm", n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
+    >>> round(p.power, 2), p.n_blocks          # the default: the released spline fit
+    (1.0, 20)
     >>> round(plan("privcrt", n=1000, epsilon=2.0, effect=0.5, x_bound=4, y_bound=4).power, 2)
     0.96
     """
@@ -286,7 +301,18 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         raise ValueError(f"`alpha` must be in (0, 1); got {V._short(alpha)} instead.")
     alpha = float(alpha)
     mode = V.check_alternative(alternative)
-    C = _sensitivity(test, sensitivity, ridge_lambda)
+    if regression not in ("spline", "krr"):
+        raise ValueError("`regression` must be 'spline' or 'krr'; got "
+                         f"{V._short(regression)} instead.")
+    if test == "privgcm" and regression == "spline":
+        from ._spline import FIT_SHARE
+        if sensitivity is not None:
+            raise ValueError("`sensitivity` applies to regression='krr' only; got "
+                             f"{V._short(sensitivity)} with regression='spline'.")
+        C = 2.0 / (1.0 - FIT_SHARE)
+        n_blocks = "auto" if n_blocks is None else n_blocks
+    else:
+        C = _sensitivity(test, sensitivity, ridge_lambda)
     rho, sigma = effect / (xb * yb), effect_sd / (xb * yb)
     details = {"alternative": alternative}
 

@@ -34,6 +34,15 @@
 #'   clipped again to the same width, and the products get
 #'   `epsilon - center_epsilon` (sequential composition; the released centres
 #'   are in `$bounds`).
+#' @param regression `"spline"` (default when z is given): the released
+#'   additive spline regression (Gram matrices and cross-products of cubic
+#'   B-splines of `(z - z_center) / z_scale` released with Laplace noise on two
+#'   halves of the rows, residuals clipped to `[-1, 1]`, 20 noisy block sums,
+#'   a t test that accounts for the fit's noise). Put z on a unit scale with
+#'   `z_center` and `z_scale` (named arguments passed through `...`).
+#'   `"krr"`: kernel ridge regression, the paper's Algorithm 1 (with
+#'   `ridge_lambda`, `kernel_sigma`, `kernel_approximation`, ...; these are
+#'   refused with the spline).
 #' @param ridge_lambda Ridge parameter (default 5, the paper's lambda = 10 in
 #'   its parameterisation); must not be chosen from the data. `"cv"` opts in
 #'   to cross-validation over `cv_lambdas` on the private data, which the
@@ -101,9 +110,10 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
                             seed = NULL, n_sim = 499L, cv_lambdas = NULL,
                             kernel_approximation = "exact", n_features = 512L,
                             feature_seed = NULL, x_center = 0, y_center = 0,
-                            center_epsilon = NULL, ...) {
+                            center_epsilon = NULL, regression = c("spline", "krr"), ...) {
   call <- match.call()
   alternative <- match.arg(alternative)
+  regression <- match.arg(regression)
   args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z), epsilon = epsilon,
     x_bound = x_bound, y_bound = y_bound, ridge_lambda = ridge_lambda,
@@ -111,11 +121,12 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
     rng = .py_seed(seed), n_sim = n_sim, cv_lambdas = cv_lambdas,
     kernel_approximation = kernel_approximation, n_features = n_features,
     feature_rng = .py_seed(feature_seed, "feature_seed"), x_center = x_center,
-    y_center = y_center, center_epsilon = center_epsilon
+    y_center = y_center, center_epsilon = center_epsilon, regression = regression
   )
   res <- .py_call("privgcm", c(args, .py_extra(list(...), names(args), "privgcm")), call)
   statistic <- res$statistic
-  names(statistic) <- if (is.null(res$n_sim)) "Z" else "max|Z|"
+  names(statistic) <- if (!is.null(res$statistic_name)) res$statistic_name else
+    if (is.null(res$n_sim)) "Z" else "max|Z|"
   .private_htest(res, statistic, alternative, .data_name(call),
                  null.value = c("E[cov(X, Y | Z)]" = 0))
 }

@@ -7,7 +7,7 @@ sens_gcm <- function(lambda) {
 test_that("privgcm returns an htest with the privacy record", {
   skip_if_no_privci()
   d <- sim_data(n = 200)
-  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 1)
   expect_htest(res, "Z")
   expect_s3_class(res, "privci_private_htest")
   expect_equal(res$parameter, c(epsilon = 1))
@@ -15,7 +15,7 @@ test_that("privgcm returns an htest with the privacy record", {
   expect_match(res$method, "^Private generalised covariance measure test \\(PrivGCM\\)")
   expect_identical(res$n, 200L)
   expect_equal(res$epsilon, 1)
-  py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1)
+  py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 1)
   expect_identical(res$method, py$method)
   expect_identical(res$sensitivity, py$privacy$sensitivity)
   expect_equal(res$noise_scale, res$sensitivity / 1, tolerance = 1e-12)
@@ -37,14 +37,14 @@ test_that("privgcm returns an htest with the privacy record", {
 test_that("privgcm: the same seed gives the same result, another seed another", {
   skip_if_no_privci()
   d <- sim_data(n = 150)
-  a <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 42)
-  b <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 42)
-  c <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 43)
+  a <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, regression = "krr", seed = 42)
+  b <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, regression = "krr", seed = 42)
+  c <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, regression = "krr", seed = 43)
   expect_identical(a$statistic, b$statistic)
   expect_identical(a$p.value, b$p.value)
   expect_false(identical(a$statistic, c$statistic))
   # seeds beyond R's integer range are passed as Python ints
-  big <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, seed = 2^40)
+  big <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 3, y_bound = 3, regression = "krr", seed = 2^40)
   expect_true(is.finite(big$statistic))
 })
 
@@ -63,10 +63,10 @@ test_that("privgcm without a seed uses hardened OpenDP noise", {
 test_that("privgcm options: alternative, several columns, per-column bounds, rff", {
   skip_if_no_privci()
   d <- sim_data(n = 150)
-  g <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+  g <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 5,
                alternative = "greater")
   expect_identical(g$alternative, "greater")
-  pg <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+  pg <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 5,
                   alternative = "greater")
   expect_identical(g$p.value, pg$pvalue)
 
@@ -80,14 +80,14 @@ test_that("privgcm options: alternative, several columns, per-column bounds, rff
   expect_identical(m$sensitivity, pm$privacy$sensitivity)
   expect_identical(m$p.value, pm$pvalue)
 
-  r <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+  r <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 5,
                kernel_approximation = "rff", n_features = 64, feature_seed = 2)
-  r2 <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+  r2 <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 5,
                 kernel_approximation = "rff", n_features = 64, feature_seed = 2)
   expect_identical(r$statistic, r2$statistic)
   expect_true(any(grepl("random Fourier features", r$caveats, fixed = TRUE)))
 
-  cv <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 5,
+  cv <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 5,
                 ridge_lambda = "cv")
   expect_true(any(grepl("does NOT cover the tuning step", cv$caveats, fixed = TRUE)))
 })
@@ -95,7 +95,7 @@ test_that("privgcm options: alternative, several columns, per-column bounds, rff
 test_that("privgcm: public centres shift the clipping window", {
   skip_if_no_privci()
   d <- sim_data(n = 150)
-  a <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8)
+  a <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 8)
   shifted <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8,
                      x_center = 10, y_center = -3)
   expect_equal(shifted$statistic, a$statistic, tolerance = 1e-8)
@@ -123,7 +123,7 @@ test_that("privgcm: private centring spends part of epsilon and reports the cent
 test_that("print shows the test like t.test, with epsilon and the privacy record", {
   skip_if_no_privci()
   d <- sim_data(n = 100)
-  res <- privgcm(d$x, d$y, d$z, epsilon = 0.5, x_bound = 4, y_bound = 4, seed = 1)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 0.5, x_bound = 4, y_bound = 4, regression = "krr", seed = 1)
   out <- capture.output(print(res))
   expect_true(any(grepl("Private generalised covariance measure test (PrivGCM)", out,
                         fixed = TRUE)))
@@ -156,9 +156,9 @@ test_that("privgcm reports bad input with Python's message", {
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
                        kernel_approximation = "nystrom"),
                "`kernel_approximation` must be 'exact' or 'rff'", fixed = TRUE)
-  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = -1),
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = -1),
                "`seed` must be NULL or a non-negative whole number", fixed = TRUE)
-  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_seed = 0.5),
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_regression = "krr", seed = 0.5),
                "`feature_seed` must be NULL", fixed = TRUE)
 })
 
@@ -166,17 +166,17 @@ test_that("privgcm: the paper's Algorithm 1 through arguments passed on by `...`
   skip_if_no_privci()
   d <- sim_data(n = 150)
   if (py_has_arg("privgcm", "n_blocks") && py_has_arg("privgcm", "sensitivity")) {
-    res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1,
+    res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 1,
                    n_blocks = NULL, sensitivity = "paper")
     expect_equal(res$sensitivity, sens_gcm(5), tolerance = 1e-12)
     expect_equal(res$noise_scale, sens_gcm(5), tolerance = 1e-12)
     expect_equal(res$p.value, 2 * pnorm(-abs(unname(res$statistic))), tolerance = 1e-12)
-    py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1,
+    py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 1,
                     n_blocks = NULL, sensitivity = "paper")
     expect_identical(res$statistic, c(Z = py$statistic))
   } else {
     # before those options existed: the paper's constant is the default
-    res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1)
+    res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 1)
     expect_equal(res$sensitivity, sens_gcm(5), tolerance = 1e-12)
   }
 })
@@ -187,17 +187,41 @@ test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
   d$x <- d$x + 50
   d$y <- d$y - 20
   res <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = "auto", y_bound = "auto",
-                 x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, seed = 3)
+                 x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, regression = "krr", seed = 3)
   expect_htest(res, "Z")
   expect_true(abs(res$bounds$x_center - 50) < 2 && abs(res$bounds$y_center + 20) < 2)
   expect_true(res$bounds$x_bound > 0.1 && res$bounds$x_bound < 20)
   expect_match(res$guarantee, "0.4 for the released bounds/centres", fixed = TRUE)
   py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = "auto", y_bound = "auto",
-                  x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, seed = 3)
+                  x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, regression = "krr", seed = 3)
   expect_identical(unname(res$statistic), py$statistic)
   mx <- gaussian_model_x(function(z) sin(as.matrix(z)[, 1]), 1)
   crt <- privcrt(d$x - 50, d$y, d$z, epsilon = 2, model_x = mx, y_bound = "auto",
                  x_residual_bound = "auto", y_center = "auto", seed = 4)
   expect_match(crt$guarantee, "for the released bounds/centres", fixed = TRUE)
   expect_true(crt$bounds$x_residual_bound > 0)
+})
+
+test_that("privgcm's default is the released spline regression, as in Python", {
+  skip_if_no_privci()
+  d <- sim_data(n = 400)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3)
+  py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3)
+  expect_htest(res, "t")
+  expect_identical(unname(res$statistic), py$statistic)
+  expect_identical(res$p.value, py$pvalue)
+  expect_equal(res$sensitivity, 2)
+  expect_match(res$mechanism, "released additive cubic-spline regression", fixed = TRUE)
+  expect_match(res$method, "released spline regression, 20 noisy block sums", fixed = TRUE)
+  shown <- paste(capture.output(print(res)), collapse = " ")
+  expect_match(shown, "for the released regression", fixed = TRUE)
+  # public z_center / z_scale pass through `...`; the KRR path on request
+  sc <- privgcm(d$x, d$y, 10 + 2 * d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3,
+                z_center = 10, z_scale = 2)
+  expect_equal(unname(sc$statistic), unname(res$statistic), tolerance = 1e-8)
+  krr <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3,
+                 regression = "krr")
+  expect_identical(krr$n_blocks, 400L)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4,
+                       kernel_sigma = 0.5), "applies to regression='krr' only")
 })
