@@ -280,3 +280,15 @@ def test_level_with_automatic_bounds(shift, d, epsilon):
     # probability 0.9996 (binomial sd 0.0097).
     rate = _level(shift, d, 1000, epsilon, 500, 15)
     assert 0.02 <= rate <= 0.08, rate
+
+
+def test_private_scale_of_opposite_extremes_is_finite_and_silent():
+    """|z_i - z_j| of 1e308 and -1e308 overflows; it is mapped to the largest float (found by
+    the neighbour harness through privgcm's default 'auto' z scale)."""
+    import warnings
+    z = np.array([1e308, -1e308, 1e308, -1e308, 0.5, -1.7976931348623157e308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            rel = bounds.private_scale(z, epsilon=1.0, rng=1)
+    assert np.all(np.isfinite(rel.scale)) and rel.scale[0] > 0

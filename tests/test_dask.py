@@ -113,7 +113,7 @@ def _same_tight(a, b):
 def test_privgcm_spline_equals_in_memory(client, data, chunk, multivariate):
     """The default regression='spline': two map-reduce passes, the in-memory result."""
     x, y, z = data
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0)
     if multivariate:   # 2 columns of x, private centres, public z shift and scale, 15 blocks
         x = np.column_stack([x, x ** 2 / 4])
         kw.update(x_bound=[4, 4], center_epsilon=0.3, z_center=0.1, z_scale=[1.0, 2.0],
@@ -136,7 +136,8 @@ def test_privgcm_spline_equals_in_memory(client, data, chunk, multivariate):
 
 def test_privgcm_spline_hardened_on_workers(client, data):
     x, y, z = data
-    res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4)
+    res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4, z_center=0.0,
+                         z_scale=1.0)
     assert res.privacy.hardened and "OpenDP" in res.privacy.mechanism
     assert res.privacy.n_blocks == 20 and res.privacy.sensitivity == 2.0
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
@@ -165,7 +166,7 @@ def test_privgcm_spline_errors(client, data):
     x, y, z = data
     xd, yd, zd = _dask(x, y, z)
     budget = privci.PrivacyBudget(1.0)
-    base = dict(epsilon=1, x_bound=4, y_bound=4, budget=budget)
+    base = dict(epsilon=1, x_bound=4, y_bound=4, budget=budget, z_center=0.0, z_scale=1.0)
     for name, value in (("ridge_lambda", 1.0), ("kernel_sigma", 2.0), ("cv_lambdas", [1, 2]),
                         ("kernel_approximation", "rff"), ("n_features", 64),
                         ("feature_rng", 3), ("sensitivity", "sharp")):
@@ -175,14 +176,15 @@ def test_privgcm_spline_errors(client, data):
         privci.privgcm(xd, yd, zd, regression="gam", **base)
     with pytest.raises(ValueError, match="needs regression='krr'"):
         privci.privgcm(xd, yd, zd, n_blocks=None, **base)
+    nz = {k: v for k, v in base.items() if k not in ("z_center", "z_scale")}
     with pytest.raises(ValueError, match="z scales are not available on Dask"):
-        privci.privgcm(xd, yd, zd, z_scale="auto", **base)
+        privci.privgcm(xd, yd, zd, z_scale="auto", z_center=0.0, **nz)
     with pytest.raises(ValueError, match="`z_center` needs z"):
-        privci.privgcm(xd, yd, None, z_center=1.0, **base)
+        privci.privgcm(xd, yd, None, z_center=1.0, **nz)
     with pytest.raises(ValueError, match="`z_scale` needs z"):
-        privci.privgcm(xd, yd, None, z_scale=2.0, **base)
+        privci.privgcm(xd, yd, None, z_scale=2.0, **nz)
     with pytest.raises(ValueError, match="`z_center`"):
-        privci.privgcm(xd, yd, zd, z_center=[0.0, 1.0, 2.0], **base)
+        privci.privgcm(xd, yd, zd, z_center=[0.0, 1.0, 2.0], z_scale=1.0, **nz)
     assert budget.spent == 0
 
 
@@ -279,3 +281,12 @@ def test_import_privci_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", "import sys, privci; "
                           "print('dask' in sys.modules)"], capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+def test_spline_on_dask_needs_public_z_center_and_scale(client, data):
+    """In memory the spline fit releases z's centre and scale ('auto'); on Dask that is not
+    available yet, so the default call says what to pass instead of guessing."""
+    x, y, z = data
+    with pytest.raises(ValueError, match=r"on Dask arrays the spline fit needs public "
+                                         r"`z_center` and `z_scale`.*got z_center=None"):
+        privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4, rng=1)

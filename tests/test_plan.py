@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 import privci
-from privci.plan import PowerPlan, plan
+from privci.plan import PowerPlan
+from privci.plan import plan as _plan
+
+
+def plan(*args, **kw):
+    """The planner of the KRR path (these tests check its formulas); the spline default is
+    tested in test_spline_default_plan."""
+    kw.setdefault("regression", "krr")
+    return _plan(*args, **kw)
 
 GCM = dict(x_bound=4.0, y_bound=4.0, effect=0.1)
 
@@ -38,7 +46,7 @@ def test_bad_inputs(kw, exc, match):
 
 def test_the_module_is_callable_as_privci_plan():
     import privci.plan as module
-    assert module(n=1000, epsilon=1.0, **GCM) == plan(n=1000, epsilon=1.0, **GCM)
+    assert module(n=1000, epsilon=1.0, **GCM) == _plan(n=1000, epsilon=1.0, **GCM)
 
 
 def test_effect_must_be_a_number():
@@ -157,3 +165,16 @@ def test_agrees_with_privgcm_blocks_simulation():
         rej += res.pvalue <= 0.05
     print(f"simulated {rej / 300:.3f}, planned {p.power:.3f}")
     assert abs(rej / 300 - p.power) < 0.1, (rej / 300, p.power)
+
+
+def test_spline_default_plan():
+    """privgcm's default: sensitivity 2 on 20 block sums with 10% of epsilon (C = 20)."""
+    p = _plan(n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
+    q = _plan(n=10_000, epsilon=2.0 * 0.1, effect=1.0, x_bound=4, y_bound=5.7,
+              regression="krr", sensitivity=2.0, n_blocks=20)
+    assert p.sensitivity == pytest.approx(20.0) and p.n_blocks == 20
+    assert p.power == pytest.approx(q.power, rel=1e-9)
+    with pytest.raises(ValueError, match="`sensitivity` applies to regression='krr' only"):
+        _plan(n=100, epsilon=1.0, effect=1.0, sensitivity="sharp")
+    with pytest.raises(ValueError, match="`regression` must be 'spline' or 'krr'; got"):
+        _plan(n=100, epsilon=1.0, effect=1.0, regression="gam")

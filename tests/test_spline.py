@@ -103,7 +103,7 @@ def test_residual_products_move_only_the_replaced_row_by_at_most_2():
 def test_release_accounting_and_record():
     d = simulate.paper_data(3000, d=2, s=2, rng=1)
     res = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
-                         z_scale=2.0, rng=5)
+                         z_center=0.0, z_scale=2.0, rng=5)
     pr = res.privacy
     eps_fit = S.FIT_SHARE * 2.0
     assert pr.n_blocks == 20 and pr.sensitivity == 2.0
@@ -114,11 +114,37 @@ def test_release_accounting_and_record():
     assert "Shah and Peters" in " ".join(pr.caveats)
     assert res.method.endswith("released spline regression, 20 noisy block sums")
     again = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
-                           z_scale=2.0, rng=5)
+                           z_center=0.0, z_scale=2.0, rng=5)
     assert (again.statistic, again.pvalue) == (res.statistic, res.pvalue)
     hard = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
-                          z_scale=2.0)
+                          z_center=0.0, z_scale=2.0)
     assert hard.privacy.hardened and "OpenDP" in hard.privacy.mechanism
+
+
+def test_default_releases_z_centre_and_scale_within_epsilon():
+    """z_center / z_scale default to private 'auto' values with the spline fit: 10% of epsilon
+    (bounds_epsilon), stated in the guarantee and the record; the parts add up to epsilon."""
+    from fractions import Fraction
+    rng = np.random.default_rng(5)
+    z = rng.normal(loc=[100.0, -3.0], scale=[20.0, 0.01], size=(4000, 2))
+    x = np.sin((z[:, 0] - 100) / 20) + rng.normal(size=4000)
+    y = np.sin((z[:, 0] - 100) / 20) + rng.normal(size=4000)
+    res = privci.privgcm(x, y, z, epsilon=3.0, x_bound=4, y_bound=4, rng=2)
+    pr = res.privacy
+    zc, zs = pr.bounds["z_center"], pr.bounds["z_scale"]
+    assert abs(zc[0] - 100) < 2 and abs(zc[1] + 3) < 0.002
+    assert 0.8 < zs[0] / 20 < 1.25 and 0.8 < zs[1] / 0.01 < 1.25
+    g = pr.guarantee
+    assert "for the released centres of z" in g and "for the released scales of z" in g
+    assert "released within this epsilon" in g
+    import re
+    parts = [float(v) for v in re.findall(r"([0-9.e-]+) for the", g)]
+    assert len(parts) == 4
+    assert sum(Fraction(v) for v in parts) <= Fraction(3.0) * (1 + 1e-6)
+    assert sum(parts) == pytest.approx(3.0, rel=1e-5)
+    # the KRR path uses z as given (no release) unless asked
+    krr = privci.privgcm(x, y, z, epsilon=3.0, x_bound=4, y_bound=4, rng=2, regression="krr")
+    assert "z_center" not in krr.privacy.bounds
 
 
 def test_budget_is_charged_the_whole_epsilon():
@@ -135,7 +161,7 @@ def test_released_statistic_matches_the_documented_steps():
     d = simulate.confounded_data(1200, beta=0.5, rng=4)
     eps = 3.0
     res = privci.privgcm(d.x, d.y, d.z, epsilon=eps, x_bound=d.x_bound, y_bound=d.y_bound,
-                         rng=np.random.default_rng(11))
+                         z_center=0.0, z_scale=1.0, rng=np.random.default_rng(11))
     rng = np.random.default_rng(11)
     n = 1200
     u = np.clip(d.x / d.x_bound, -1, 1)[:, None]
@@ -192,7 +218,8 @@ def test_z_center_without_z_is_refused():
 def test_z_center_and_scale_make_the_fit_unit_free():
     """Shifting and scaling z by public values given to the test leaves the result unchanged."""
     d = simulate.confounded_data(2000, rng=8)
-    a = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound, rng=4)
+    a = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
+                       z_center=0.0, z_scale=1.0, rng=4)
     b = privci.privgcm(d.x, d.y, 50.0 + 3.0 * d.z, epsilon=2.0, x_bound=d.x_bound,
                        y_bound=d.y_bound, z_center=50.0, z_scale=3.0, rng=4)
     assert b.statistic == pytest.approx(a.statistic, rel=1e-8)

@@ -592,10 +592,18 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=0.0):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None):
     """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc)."""
+    if regression == "spline" and z is not None and (z_scale is None or z_center is None):
+        raise ValueError("on Dask arrays the spline fit needs public `z_center` and `z_scale` "
+                         "(in memory they default to private 'auto' values, not available on "
+                         "Dask yet: release them on a sample with privci.bounds.private_bounds "
+                         "and private_scale, or pass known values); got "
+                         f"z_center={z_center!r}, z_scale={z_scale!r}.")
+    if z_center is None:
+        z_center = 0.0
     if bounds_epsilon is not None or any(
-            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center, z_scale)):
+            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center, z_scale, z_center)):
         raise ValueError("'auto' bounds, centres and z scales are not available on Dask arrays "
                          "yet: release them first with privci.bounds.private_bounds (or "
                          "private_scale) on a sample or pass public values.")

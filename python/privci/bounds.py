@@ -586,7 +586,10 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
         r = ranges[j]
         grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
                               points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
-        diffs = np.abs(za[:h, j] - za[h:2 * h, j])
+        # |z_i - z_{i+h}| of two finite values can overflow to inf (1e308 and -1e308): map it
+        # to the largest float (OpenDP never sees a non-finite value, no overflow warning)
+        with np.errstate(over="ignore", invalid="ignore"):
+            diffs = np.minimum(np.abs(za[:h, j] - za[h:2 * h, j]), np.finfo(np.float64).max)
         v, sp = _quantile(diffs, 0.5, e, grid, user_rng)
         scales.append(v * MAD_TO_SD / math.sqrt(2.0))
         spent += sp

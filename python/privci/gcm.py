@@ -600,7 +600,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=0.0):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None):
     """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
 
     Computes the KRR residual products of (x - x_center)/x_bound and
@@ -748,12 +748,23 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if isinstance(v, str) and not auto[name]:
             raise ValueError(f"`{name}` must be a number, one per column, or 'auto'; got "
                              f"{v!r} instead.")
+    # The spline fit places its knots on (z - z_center) / z_scale: by default both are
+    # released privately ("auto"); with the kernel ridge regression z is used as given.
+    spline_default = regression == "spline" and z is not None
+    if z_scale is None and spline_default:
+        z_scale = "auto"
+    if z_center is None:
+        z_center = "auto" if spline_default else 0.0
     scale_auto = isinstance(z_scale, str) and z_scale == "auto"
     if isinstance(z_scale, str) and not scale_auto:
         raise ValueError(f"`z_scale` must be None, a positive number, one per column of z, or "
                          f"'auto'; got {z_scale!r} instead.")
+    zc_auto = isinstance(z_center, str) and z_center == "auto"
+    if isinstance(z_center, str) and not zc_auto:
+        raise ValueError(f"`z_center` must be None, a number, one per column of z, or 'auto'; "
+                         f"got {z_center!r} instead.")
     eps_b = None
-    if any(auto.values()) or scale_auto:
+    if any(auto.values()) or scale_auto or zc_auto:
         eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
                                                                             "bounds_epsilon")
         if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
@@ -793,7 +804,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if not (isinstance(z_center, (int, float)) and not isinstance(z_center, bool)
                 and z_center == 0):
             raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
-    else:
+    elif not zc_auto:
         zc = V.public_centres(z_center, "z_center", inp.za.shape[1])
         if np.any(zc != 0):
             with quiet():
@@ -805,16 +816,30 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                           details=f"n = {inp.n}, {k} blocks")
     auto_params = None
     scale_params = None
-    if scale_auto:
-        from .bounds import private_scale
+    zcentre_params = None
+    if scale_auto or zc_auto:
+        from .bounds import private_bounds, private_scale
         n_auto = sum(auto.values())
-        # the scale's share of bounds_epsilon: one part per z column against one per auto item
+        # z's share of bounds_epsilon: one part per released z quantity against one per
+        # released x / y item
         d = inp.za.shape[1]
-        eps_s = eps_b if n_auto == 0 else eps_b * d / (d + n_auto * max(inp.p, inp.q))
-        with quiet():
-            scale_params = private_scale(inp.za, epsilon=eps_s, rng=user_rng)
-        inp.za = np.ascontiguousarray(inp.za / np.asarray(scale_params.scale, dtype=np.float64))
-        eps_b_rest = _remaining_budget(eps_b, eps_s) if n_auto else 0.0
+        z_items = d * (int(scale_auto) + int(zc_auto))
+        xy_items = n_auto * max(inp.p, inp.q)
+        eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
+        eps_zc = eps_z / 2.0 if (scale_auto and zc_auto) else eps_z
+        eps_zs = _remaining_budget(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
+        if zc_auto:
+            with quiet():
+                zcentre_params = private_bounds(inp.za, epsilon=eps_zc, center=True, bound=False,
+                                                rng=user_rng)
+                inp.za = np.ascontiguousarray(
+                    inp.za - np.asarray(zcentre_params.center, dtype=np.float64))
+        if scale_auto:
+            with quiet():
+                scale_params = private_scale(inp.za, epsilon=eps_zs, rng=user_rng)
+                inp.za = np.ascontiguousarray(
+                    inp.za / np.asarray(scale_params.scale, dtype=np.float64))
+        eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
     else:
         eps_b_rest = eps_b
     if eps_b is not None and any(auto.values()):
@@ -879,6 +904,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
     parts, pieces = [], []
+    if zcentre_params is not None:
+        parts.append(f"{zcentre_params.epsilon:g} for the released centres of z")
+        pieces.append(f"z centres: {zcentre_params.mechanism}")
     if scale_params is not None:
         parts.append(f"{scale_params.epsilon:g} for the released scales of z")
         pieces.append(f"z scales: {scale_params.mechanism}")
@@ -918,12 +946,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                 "y_bound": tuple(np.asarray(yb, dtype=float).tolist()),
                 "x_center": tuple(np.asarray(xcu, dtype=float).tolist()),
                 "y_center": tuple(np.asarray(ycu, dtype=float).tolist()),
+                **({"z_center": tuple(float(c) for c in zcentre_params.center)}
+                   if zcentre_params is not None else {}),
                 **({"z_scale": tuple(float(s) for s in scale_params.scale)}
                    if scale_params is not None else {})},
         guarantee=guarantee_text(
             eps, "statistic, pvalue",
             "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
-            hardened=hard, released_bounds=auto_params is not None,
+            hardened=hard, released_bounds=(auto_params is not None
+                                            or zcentre_params is not None
+                                            or scale_params is not None),
             covered=covered, composition=comp_text,
             not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
