@@ -42,7 +42,11 @@ ap.add_argument("--quick", action="store_true")
 ap.add_argument("--reps", type=int, default=500)
 ap.add_argument("--frontier-reps", type=int, default=100)
 ap.add_argument("--workers", type=int, default=2)
-ap.add_argument("--part", choices=("all", "level", "power", "frontier"), default="all")
+ap.add_argument("--part", choices=("all", "level", "power", "frontier", "auto"), default="all",
+                help="auto: the defaults as a user gets them, z_center and z_scale released "
+                     "privately ('auto', 10%% of epsilon), on a subset of the level grid and "
+                     "the power bars")
+ap.add_argument("--auto-reps", type=int, default=300)
 ap.add_argument("--seed", type=int, default=20261126)
 ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
 args, _ = ap.parse_known_args()
@@ -67,8 +71,9 @@ def run_one(task):
     out = []
     for mech in mechanisms:
         for eps in epsilons:
-            kw = dict(epsilon=eps, x_bound=dat.x_bound, y_bound=dat.y_bound, z_scale=zs,
-                      rng=rng)
+            kw = dict(epsilon=eps, x_bound=dat.x_bound, y_bound=dat.y_bound, rng=rng)
+            if part != "auto":       # public centre and scale of z, from the design
+                kw.update(z_center=0.0, z_scale=zs)
             if mech == "paper":
                 kw.update(regression="krr", n_blocks=None, ridge_lambda=5.0, kernel_sigma=0.5)
                 if n > 2000:
@@ -99,6 +104,16 @@ def tasks():
             for r in range(reps):
                 out.append(("level", (2, 1), n, 0.0, eps3, ("spline",), r,
                             next(seq).generate_state(1)[0]))
+    if args.part == "auto":
+        areps = 4 if args.quick else args.auto_reps
+        for design in [(1, 5), (2, 1), (8, 5), "confounded"]:
+            for r in range(areps):
+                out.append(("auto", design, n4, 0.0, eps3, ("spline",), r,
+                            next(seq).generate_state(1)[0]))
+        for eps, beta in ((7.0, 0.25), (2.0, 1.0)):
+            for r in range(areps):
+                out.append(("auto", (2, 1), n4, beta, (eps,), ("spline",), r,
+                            next(seq).generate_state(1)[0]))
     if args.part in ("all", "power"):
         for eps, beta in ((7.0, 0.25), (2.0, 1.0)):
             for r in range(reps):
@@ -128,7 +143,7 @@ def wilson(k, m, z=1.959964):
 # %%
 if __name__ == "__main__":
     os.makedirs(args.out_dir, exist_ok=True)
-    tag = "_quick" if args.quick else ""
+    tag = ("_quick" if args.quick else "") + ("_auto" if args.part == "auto" else "")
     raw = os.path.join(args.out_dir, f"spline_acceptance{tag}.csv")
     todo = tasks()
     t0 = time.time()

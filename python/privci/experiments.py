@@ -127,7 +127,8 @@ def _need_model_x(data, name):
 
 
 def _t_privcrt(data, rng, alpha, *, epsilon, m=19, ridge_lambda=5.0, kernel_sigma=1.0,
-               kernel_approximation="exact", n_features=512, alternative="two-sided"):
+               kernel_approximation="exact", n_features=512, alternative="two-sided",
+               sensitivity=None):
     from .crt import privcrt
     _need_model_x(data, "privcrt")
     frng = np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0]) \
@@ -136,7 +137,8 @@ def _t_privcrt(data, rng, alpha, *, epsilon, m=19, ridge_lambda=5.0, kernel_sigm
                   y_bound=data.y_bound, x_residual_bound=data.x_residual_bound,
                   n_resamples=int(m), ridge_lambda=_lambda_for(ridge_lambda, data.n),
                   kernel_sigma=kernel_sigma, kernel_approximation=kernel_approximation,
-                  n_features=n_features, feature_rng=frng, alternative=alternative, rng=rng)
+                  n_features=n_features, feature_rng=frng, alternative=alternative, rng=rng,
+                  **({} if sensitivity is None else {"sensitivity": sensitivity}))
     return res.statistic, res.pvalue
 
 

@@ -71,12 +71,12 @@ test_that("privgcm options: alternative, several columns, per-column bounds, rff
   expect_identical(g$p.value, pg$pvalue)
 
   m <- privgcm(cbind(d$x, d$x^2), d$y, d$z, epsilon = 1, x_bound = c(4, 16), y_bound = 4,
-               seed = 5, n_sim = 99)
+               seed = 5, n_sim = 99, regression = "krr")
   expect_htest(m, "max|Z|")
   expect_equal(m$bounds$x_bound, c(4, 16))
   expect_equal(m$bounds$x_center, c(0, 0))
   pm <- py_direct("privgcm", cbind(d$x, d$x^2), d$y, d$z, epsilon = 1, x_bound = c(4, 16),
-                  y_bound = 4, seed = 5, n_sim = 99)
+                  y_bound = 4, seed = 5, n_sim = 99, regression = "krr")
   expect_identical(m$sensitivity, pm$privacy$sensitivity)
   expect_identical(m$p.value, pm$pvalue)
 
@@ -97,11 +97,12 @@ test_that("privgcm: public centres shift the clipping window", {
   d <- sim_data(n = 150)
   a <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = 8)
   shifted <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8,
-                     x_center = 10, y_center = -3)
+                     x_center = 10, y_center = -3, regression = "krr")
   expect_equal(shifted$statistic, a$statistic, tolerance = 1e-8)
   expect_equal(shifted$bounds$x_center, 10)
   expect_equal(shifted$bounds$y_center, -3)
-  uncentred <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8)
+  uncentred <- privgcm(d$x + 10, d$y - 3, d$z, epsilon = 1, x_bound = 4, y_bound = 4, seed = 8,
+                       regression = "krr")
   expect_false(isTRUE(all.equal(uncentred$statistic, a$statistic, tolerance = 1e-8)))
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, x_center = Inf),
                "`x_center` must be a finite number", fixed = TRUE)
@@ -111,7 +112,7 @@ test_that("privgcm: private centring spends part of epsilon and reports the cent
   skip_if_no_privci()
   d <- sim_data(n = 150)
   res <- privgcm(d$x + 2, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 8,
-                 center_epsilon = 0.5)
+                 center_epsilon = 0.5, regression = "krr")
   expect_equal(res$parameter[["epsilon"]], 2)
   expect_true(abs(res$bounds$x_center - 2) < 1)
   expect_match(res$guarantee, "0.5 for the released centres, 1.5 for the", fixed = TRUE)
@@ -158,7 +159,7 @@ test_that("privgcm reports bad input with Python's message", {
                "`kernel_approximation` must be 'exact' or 'rff'", fixed = TRUE)
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = -1),
                "`seed` must be NULL or a non-negative whole number", fixed = TRUE)
-  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_regression = "krr", seed = 0.5),
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_seed = 0.5),
                "`feature_seed` must be NULL", fixed = TRUE)
 })
 
