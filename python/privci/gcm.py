@@ -601,15 +601,25 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
             budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None):
-    """Differentially private GCM test (PrivGCM, after Algorithm 1 of the paper).
+    """Differentially private GCM test (PrivGCM).
 
-    Computes the KRR residual products of (x - x_center)/x_bound and
-    (y - y_center)/y_bound, clipped to [-1, 1], on z (see
-    :func:`residual_products`), sums them within ``n_blocks`` blocks of a
-    random, data-independent partition of the rows, adds Laplace noise of
-    scale sensitivity / epsilon to every block sum, and tests on the noisy
-    block sums (post-processing).  With z given, the defaults (one block per
-    row, the paper's constant) are the paper's Algorithm 1.
+    With z given and ``regression="spline"`` (the default): the regressions
+    of the scaled x and y on z are **released** with differential privacy (an
+    additive cubic-spline fit whose Gram matrices and cross-products get
+    Laplace noise, x fitted on one half of the rows and y on the other), the
+    residuals are clipped to [-1, 1], their products are summed within 20
+    blocks of a data-independent partition, each block sum gets
+    Laplace(2 / epsilon_test), and the test is a t statistic that also
+    accounts for the released fit's noise (see :mod:`privci._spline` and the
+    documentation's "Released regression" page for the proof).  90% of the
+    test's epsilon goes to the fit, 10% to the block sums.
+
+    With ``regression="krr"`` (the paper's mechanism): the kernel ridge
+    residual products of (x - x_center)/x_bound and (y - y_center)/y_bound,
+    clipped to [-1, 1], on z (see :func:`residual_products`), summed within
+    ``n_blocks`` blocks, Laplace noise of scale sensitivity / epsilon on
+    every block sum; its defaults (one block per row, the paper's constant)
+    are the paper's Algorithm 1.
 
     Parameters
     ----------
@@ -667,7 +677,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         noise in the statistic shrinks by a factor of about k / n against
         per-product noise.  None: k = n, noise on every product (Algorithm 1).
         ``"auto"`` (a public rule, see ``privci._private.auto_n_blocks``):
-        min(n, 20) without conditioning; n (Algorithm 1) when z is given,
+        min(n, 20) without conditioning and with the spline fit; with
+        ``regression="krr"`` and z given, n (Algorithm 1),
         because the noise of Algorithm 1 is what hides the bias of the
         strongly regularised regression (measured: fewer blocks or the sharp
         constant with the default regression reject up to all true nulls at
@@ -693,7 +704,27 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         public scale; ``"auto"`` releases a private scale per column
         (:func:`privci.bounds.private_scale`, part of ``bounds_epsilon``).
         Any fixed per-column rescaling keeps k(z, z) = 1, so the sensitivity
-        is unchanged.  None (default): z as given.
+        is unchanged.  None (default): ``"auto"`` with the spline fit (the
+        knots need z on a unit scale; 10% of epsilon by default, shared with
+        ``z_center``), z as given with ``"krr"``.
+
+    regression : {"spline", "krr"}, default "spline"
+        ``"spline"``: the released additive spline regression (above);
+        the KRR-only options (``ridge_lambda``, ``kernel_sigma``,
+        ``cv_lambdas``, ``kernel_approximation``, ``n_features``,
+        ``feature_rng``, ``sensitivity``) are refused with it, and
+        ``n_blocks=None`` too.  It is additive in the columns of z (no
+        interactions), so its level rests on E[X | Z] and E[Y | Z] being
+        close to additive functions of the columns; measured level and power
+        are in ``vignettes/README.md`` ("PrivGCM's defaults").
+        ``"krr"``: kernel ridge regression, the paper's mechanism.
+    z_center : None, float, one per column of z, or "auto"
+        Public centre of each column of z (subtracted before ``z_scale``);
+        the spline's knots sit at the normal quantiles of
+        (z - z_center) / z_scale, clipped to [-4, 4].  None (default):
+        ``"auto"`` with the spline fit (a private median per column, part of
+        ``bounds_epsilon``), 0 with ``"krr"`` (the Gaussian kernel does not
+        depend on a shift).  Fixed before seeing the data when given.
 
     Returns
     -------
@@ -706,7 +737,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
 
     Notes
     -----
-    Test.  With k < n blocks: the one-sample t statistic of the k noisy block
+    Test.  Spline fit: t = S / sqrt(k var(block sums) + V) on k - 1 degrees
+    of freedom, S the sum of the k noisy block sums and V a parametric-
+    bootstrap estimate of the second moment of the shift that the released
+    fits' noise puts on every product (several columns: Bonferroni over the
+    pairs).  KRR with k < n blocks: the one-sample t statistic of the k noisy block
     means with a t reference on k - 1 degrees of freedom (several columns:
     the max statistic with a multiplier bootstrap over blocks).  With k = n:
     the GCM statistic on the noisy products with a normal p-value, as in the
