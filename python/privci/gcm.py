@@ -610,7 +610,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     residuals are clipped to [-1, 1], their products are summed within 20
     blocks of a data-independent partition, each block sum gets
     Laplace(2 / epsilon_test), and the test is a t statistic that also
-    accounts for the released fit's noise (see :mod:`privci._spline` and the
+    accounts for the released fit's noise (see ``privci._spline`` and the
     documentation's "Released regression" page for the proof).  90% of the
     test's epsilon goes to the fit, 10% to the block sums.
 
