@@ -48,8 +48,13 @@ ap.add_argument("--part", choices=("all", "level", "power", "frontier", "auto"),
                      "the power bars")
 ap.add_argument("--auto-reps", type=int, default=300)
 ap.add_argument("--seed", type=int, default=20261126)
-ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+ap.add_argument("--out-dir", default=None,
+                help="default: vignettes/results (a temporary directory with --quick)")
 args, _ = ap.parse_known_args()
+if args.out_dir is None:
+    import tempfile
+    args.out_dir = (tempfile.mkdtemp(prefix="privci-spline-") if args.quick
+                    else os.path.join(HERE, "results"))
 
 
 # %%
