@@ -354,3 +354,32 @@ def test_every_split_rule_recovers_the_oracle_graph_within_budget(split):
     edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
     assert edges == TRUE_SKELETON and res.budget.spent <= 1.0
     assert not res.refused and all(e > 0 for e in res.level_epsilon.values())
+
+
+def test_public_z_options_reach_each_conditional_test(monkeypatch):
+    """Per-column z_center / z_scale: each conditional test gets its conditioning columns'
+    values; unconditional tests get none (privgcm refuses z_scale without z)."""
+    import sys
+    import privci.causal  # noqa: F401  (loads privci.gcm)
+    from privci.causal import pc
+    G = sys.modules["privci.gcm"]
+    seen = []
+    real = G.privgcm
+
+    def spy(x, y, z=None, **kw):
+        seen.append((None if z is None else z.shape[1], kw.get("z_center"), kw.get("z_scale")))
+        return real(x, y, z, **kw)
+
+    monkeypatch.setattr(G, "privgcm", spy)
+    rng = np.random.default_rng(3)
+    x0 = rng.normal(size=3000)
+    x1 = x0 + 0.3 * rng.normal(size=3000)
+    data = np.column_stack([x0, 2.0 * x1, 3.0 * (x1 + 0.3 * rng.normal(size=3000))]) / 4
+    pc(data, epsilon=300.0, bounds=2.0, rng=1, z_center=[0.0, 0.5, -0.5],
+       z_scale=[1.0, 2.0, 3.0])
+    assert any(s[0] is None for s in seen) and any(s[0] is not None for s in seen)
+    for d, zc, zs in seen:
+        if d is None:
+            assert zc is None and zs is None
+        else:
+            assert len(zc) == d and len(zs) == d and set(zs) <= {1.0, 2.0, 3.0}
