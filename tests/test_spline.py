@@ -262,3 +262,12 @@ def test_level_slow(design, eps):
             else (lambda r: simulate.confounded_data(10_000, rng=r)))
     rej = _rejections(draw, 300, eps, 2.0 if design == "s1d5" else 1.0, 23)
     assert 3 <= rej <= 30
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.3, 0.7, 1.0, 2.9, 7.0, 1e-3])
+def test_fit_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps):
+    from fractions import Fraction
+    eg = S.GRAM_SHARE * eps
+    eb = S._rest(eps, eg)
+    assert Fraction(eg) + Fraction(eb) <= Fraction(eps)
+    assert eb > 0 and eb == pytest.approx(eps - eg, rel=1e-12)

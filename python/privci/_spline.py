@@ -146,7 +146,7 @@ def release_fit(phi, u, epsilon, rng):
     b = phi.T @ u
     m = max(phi.shape[0], 1)
     eps_g = GRAM_SHARE * epsilon
-    eps_b = epsilon - eps_g
+    eps_b = _rest(epsilon, eps_g)
     Gn, info_g = laplace_mechanism(G, gram_sensitivity(d), eps_g, rng, value_bound=float(m))
     bn, info_b = laplace_mechanism(b, cross_sensitivity(d, cols), eps_b, rng,
                                    value_bound=float(m))
@@ -157,6 +157,15 @@ def release_fit(phi, u, epsilon, rng):
     return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
                       coef=coef, hardened=info_g.hardened and info_b.hardened,
                       mechanism=info_g.mechanism)
+
+
+def _rest(total, spent):
+    """The largest float r with spent + r <= total in exact arithmetic."""
+    from fractions import Fraction
+    r = total - spent
+    while Fraction(r) + Fraction(spent) > Fraction(total):
+        r = float(np.nextafter(r, 0.0))
+    return r
 
 
 def _d_from_p(p, m=SPLINE_KNOTS):
