@@ -271,3 +271,17 @@ def test_fit_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps):
     eb = S._rest(eps, eg)
     assert Fraction(eg) + Fraction(eb) <= Fraction(eps)
     assert eb > 0 and eb == pytest.approx(eps - eg, rel=1e-12)
+
+
+@pytest.mark.parametrize("z_scale", [None, 1e-300, 2.0])
+def test_public_shift_that_overflows_is_mapped_back(z_scale):
+    """Found by the neighbour harness: z = 1e308 with z_center = -1e308 overflowed to inf,
+    and the private scale then raised on that neighbour only."""
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    for zval in (1e308, 6.1e-05, -1.7976931348623157e308):
+        z = np.full((12, 1), 1e308)
+        z[2] = zval
+        res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=2, y_bound=2, z_center=-1e308,
+                             z_scale=z_scale)
+        assert 0 <= res.pvalue <= 1 or np.isnan(res.pvalue)

@@ -588,6 +588,16 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
                              n_sim=n_sim if c > 1 else None)
 
 
+def _shift_scale(block, zc, zs):
+    """(z - zc) / zs of one partition, without warnings, overflow mapped to +-max float."""
+    big = np.finfo(np.float64).max
+    with np.errstate(all="ignore"):
+        out = block - zc
+        if zs is not None:
+            out = out / zs
+        return np.clip(np.nan_to_num(out, nan=0.0, posinf=big, neginf=-big), -big, big)
+
+
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
@@ -670,10 +680,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     composition = _charge(budget, eps, test="privgcm", details=f"n = {n}, {k} blocks")
     if conditional:
         # public shift and scale of z, as in memory: (z - z_center) / z_scale, elementwise
-        if np.any(zc != 0):
-            zd = zd - zc
-        if zs is not None:
-            zd = zd / zs
+        # (silently, and mapped back into the finite numbers: 1e308 - (-1e308) overflows)
+        if np.any(zc != 0) or zs is not None:
+            zd = zd.map_blocks(_shift_scale, zc, zs, dtype=np.float64)
 
     xbl, ybl = _blocks(xd), _blocks(yd)
     zbl = _blocks(zd) if conditional else [None] * len(xbl)

@@ -499,6 +499,15 @@ def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kerne
     return rp
 
 
+def _finite(a):
+    """Map the overflow of a public shift or scale of finite z (1e308 - (-1e308)) back into
+    the finite numbers, so that no later step sees inf (and raises or warns on one
+    neighbour only); the values are clipped to [-4, 4] by the spline basis anyway."""
+    big = np.finfo(np.float64).max
+    return np.ascontiguousarray(np.clip(np.nan_to_num(a, nan=0.0, posinf=big, neginf=-big),
+                                        -big, big))
+
+
 def _remaining_budget(total, spent):
     """The largest float r with spent + r <= total in exact arithmetic.
 
@@ -843,10 +852,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         zc = V.public_centres(z_center, "z_center", inp.za.shape[1])
         if np.any(zc != 0):
             with quiet():
-                inp.za = np.ascontiguousarray(inp.za - zc)
+                inp.za = _finite(inp.za - zc)
     if z_scale is not None and not scale_auto:
-        inp.za = np.ascontiguousarray(inp.za / V.positive_bounds(z_scale, "z_scale",
-                                                                  inp.za.shape[1]))
+        zs_pub = V.positive_bounds(z_scale, "z_scale", inp.za.shape[1])
+        with quiet():
+            inp.za = _finite(inp.za / zs_pub)
     composition = _charge(budget, eps, test="privgcm",
                           details=f"n = {inp.n}, {k} blocks")
     auto_params = None
@@ -867,13 +877,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             with quiet():
                 zcentre_params = private_bounds(inp.za, epsilon=eps_zc, center=True, bound=False,
                                                 rng=user_rng)
-                inp.za = np.ascontiguousarray(
-                    inp.za - np.asarray(zcentre_params.center, dtype=np.float64))
+                inp.za = _finite(inp.za - np.asarray(zcentre_params.center, dtype=np.float64))
         if scale_auto:
             with quiet():
                 scale_params = private_scale(inp.za, epsilon=eps_zs, rng=user_rng)
-                inp.za = np.ascontiguousarray(
-                    inp.za / np.asarray(scale_params.scale, dtype=np.float64))
+                inp.za = _finite(inp.za / np.asarray(scale_params.scale, dtype=np.float64))
         eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
     else:
         eps_b_rest = eps_b
