@@ -20,8 +20,14 @@ def fmt(r):
 
 
 def load(d, name):
+    """The committed summary of ``name`` and, when present, the package defaults' re-run of
+    the same cells (``defaults_<name>``, labels "PrivGCM (default)", "PrivCRT (sharp)")."""
     p = os.path.join(d, name + "_summary.csv")
-    return pd.read_csv(p) if os.path.exists(p) else None
+    out = pd.read_csv(p) if os.path.exists(p) else None
+    q = os.path.join(d, "defaults_" + name + "_summary.csv")
+    if out is not None and os.path.exists(q):
+        out = pd.concat([out, pd.read_csv(q)], ignore_index=True)
+    return out
 
 
 def main():
@@ -29,12 +35,14 @@ def main():
     rows = []
 
     def tag(r):
+        if '"regression":"spline"' in str(r["options"]):
+            return "released spline fit"
         return "RFF" if '"kernel_approximation":"rff"' in str(r["options"]) else "exact KRR"
 
     s1 = load(d, "fig1")
     if s1 is not None:
         n = int(s1["n"].iloc[0])
-        for lab in ["PrivGCM", "PrivCRT", "PrivToT", "Private Kendall"]:
+        for lab in ["PrivGCM", "PrivGCM (default)", "PrivCRT", "PrivToT", "Private Kendall"]:
             g = s1[s1["label"] == lab]
             if g.empty:
                 continue
@@ -53,7 +61,7 @@ def main():
     if s2b is not None:
         for dd in (1, 5):
             g = s2b[(s2b["beta"] == 0) & (s2b["d"] == dd)].sort_values("n")
-            for lab in ["GCM", "PrivGCM"]:
+            for lab in ["GCM", "PrivGCM", "PrivGCM (default)"]:
                 gl = g[g["label"] == lab]
                 rows.append((f"Fig. 2b: {lab} type-I error against n, d = {dd}, eps = 7",
                              "; ".join(f"n = {int(r['n'])} ({tag(r)}): {r['rate']:.3f} "
@@ -62,7 +70,7 @@ def main():
     s2a = load(d, "fig2a")
     if s2a is not None:
         for dd in (1, 5):
-            for lab in ["GCM", "PrivGCM"]:
+            for lab in ["GCM", "PrivGCM", "PrivGCM (default)"]:
                 g = s2a[(s2a["d"] == dd) & (s2a["label"] == lab)].sort_values("beta")
                 if len(g):
                     rows.append((f"Fig. 2a: {lab} rejection vs beta, d = {dd}, eps = 7, "
@@ -116,7 +124,7 @@ def main():
                          f"{fmt(worst)}; cells with lower bound > 0.05: {n_above} of {len(g)}"))
     s3 = load(d, "fig3a")
     if s3 is not None:
-        for lab in ["PrivCRT", "CRT"]:
+        for lab in ["PrivCRT", "PrivCRT (sharp)", "CRT"]:
             for b in (0.0, 1.5):
                 r = s3[(s3["label"] == lab) & (s3["beta"] == b)]
                 if len(r):
