@@ -42,10 +42,11 @@ ap.add_argument("--quick", action="store_true")
 ap.add_argument("--reps", type=int, default=500)
 ap.add_argument("--frontier-reps", type=int, default=100)
 ap.add_argument("--workers", type=int, default=2)
-ap.add_argument("--part", choices=("all", "level", "power", "frontier", "auto"), default="all",
+ap.add_argument("--part", choices=("all", "level", "power", "frontier", "auto", "autolevel"),
+                default="all",
                 help="auto: the defaults as a user gets them, z_center and z_scale released "
                      "privately ('auto', 10%% of epsilon), on a subset of the level grid and "
-                     "the power bars")
+                     "the power bars; autolevel: the whole level grid with them")
 ap.add_argument("--auto-reps", type=int, default=300)
 ap.add_argument("--seed", type=int, default=20261126)
 ap.add_argument("--out-dir", default=None,
@@ -77,7 +78,7 @@ def run_one(task):
     for mech in mechanisms:
         for eps in epsilons:
             kw = dict(epsilon=eps, x_bound=dat.x_bound, y_bound=dat.y_bound, rng=rng)
-            if part != "auto":       # public centre and scale of z, from the design
+            if part not in ("auto", "autolevel"):   # public centre and scale of z
                 kw.update(z_center=0.0, z_scale=zs)
             if mech == "paper":
                 kw.update(regression="krr", n_blocks=None, ridge_lambda=5.0, kernel_sigma=0.5)
@@ -99,6 +100,16 @@ def tasks():
     seq = iter(ss.spawn(100_000))
     out = []
     eps3 = (1.0, 2.0, 7.0)
+    if args.part == "autolevel":
+        designs = [(s, d) for s in (1, 2, 4, 8) for d in (1, 5)] + ["confounded"]
+        for design in designs:
+            for r in range(reps):
+                out.append(("autolevel", design, n4, 0.0, eps3, ("spline",), r,
+                            next(seq).generate_state(1)[0]))
+        for n in ((300, 3000) if args.quick else (1000, 100_000)):
+            for r in range(reps):
+                out.append(("autolevel", (2, 1), n, 0.0, eps3, ("spline",), r,
+                            next(seq).generate_state(1)[0]))
     if args.part in ("all", "level"):
         designs = [(s, d) for s in (1, 2, 4, 8) for d in (1, 5)] + ["confounded"]
         for design in designs:
@@ -148,7 +159,8 @@ def wilson(k, m, z=1.959964):
 # %%
 if __name__ == "__main__":
     os.makedirs(args.out_dir, exist_ok=True)
-    tag = ("_quick" if args.quick else "") + ("_auto" if args.part == "auto" else "")
+    tag = ("_quick" if args.quick else "") + {"auto": "_auto", "autolevel": "_autolevel"}.get(
+        args.part, "")
     raw = os.path.join(args.out_dir, f"spline_acceptance{tag}.csv")
     todo = tasks()
     t0 = time.time()
