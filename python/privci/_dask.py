@@ -421,38 +421,6 @@ def _spline_pass2(xb, yb, zb, spec, start, stop):
         return block_sums(prod, labels, spec["k"])
 
 
-def _release_summed_fit(gram_tri, cross, rows, epsilon, rng):
-    """:func:`privci._spline.release_fit` on summed statistics instead of the rows.
-
-    ``gram_tri`` is the upper triangle of sum phi phi^T and ``cross`` = sum phi u^T
-    (p, cols) over the ``rows`` rows of one half (a public count).  The same noise (Gram
-    then cross-products, ``GRAM_SHARE`` of ``epsilon`` on the Gram matrix), value bound
-    and eigenvalue-floored solve as the in-memory release; epsilon-DP.
-    """
-    from . import _spline as S
-    from .mechanisms import laplace_mechanism
-    p = cross.shape[0]
-    d = S._d_from_p(p)
-    cols = cross.shape[1]
-    iu = np.triu_indices(p)
-    m = max(int(rows), 1)
-    eps_g = S.GRAM_SHARE * epsilon
-    eps_b = epsilon - eps_g
-    Gn, info_g = laplace_mechanism(np.asarray(gram_tri, dtype=np.float64),
-                                   S.gram_sensitivity(d), eps_g, rng, value_bound=float(m))
-    bn, info_b = laplace_mechanism(np.asarray(cross, dtype=np.float64),
-                                   S.cross_sensitivity(d, cols), eps_b, rng,
-                                   value_bound=float(m))
-    gram = np.zeros((p, p))
-    gram[iu] = Gn
-    gram = gram + np.triu(gram, 1).T
-    coef = S._solve(gram, bn, info_g.scale)
-    return S.FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale,
-                        cross_scale=info_b.scale, coef=coef,
-                        hardened=info_g.hardened and info_b.hardened,
-                        mechanism=info_g.mechanism)
-
-
 # --------------------------------------------------------------------------- shared steps
 
 def _inputs(x, y, z, zname_required=False):
@@ -504,7 +472,8 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     from dask import delayed
 
     from . import _spline as S
-    from ._private import SEEDED_CAVEAT, block_counts, guarantee_text, new_entropy
+    from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, guarantee_text,
+                           new_entropy)
     from .gcm import _method_name, _remaining_budget
     from .mechanisms import quiet
     from .results import PrivacyRecord, PrivateTestResult
@@ -519,8 +488,8 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     g_a, b_a, g_b, b_b = _run(client, [_tree_sum(parts)], n)[0]
     rows_a, rows_b = block_counts(n, 2)        # public sizes of the two halves
     with quiet():
-        rel_x = _release_summed_fit(g_a, b_a, rows_a, eps_fit, user_rng)
-        rel_y = _release_summed_fit(g_b, b_b, rows_b, eps_fit, user_rng)
+        rel_x = S.release_sums(g_a, b_a, rows_a, eps_fit, user_rng)
+        rel_y = S.release_sums(g_b, b_b, rows_b, eps_fit, user_rng)
     # pass 2: residuals with the released coefficients, partial block sums; noise on a worker
     spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k,
             "coef_x": rel_x.coef, "coef_y": rel_y.coef, "entropy": new_entropy(user_rng)}
@@ -537,25 +506,13 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
         stat, pval, stat_name = S.spline_statistic(released, shift2.T.ravel(), mode)
 
     # the privacy record: that of gcm.privgcm's spline path, field by field
-    fit = (f"released additive cubic-spline regression ({S.n_basis(d)} features for {d} "
-           f"column(s) of z; rows split into two halves by a data-independent partition, x "
-           f"fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
-           f"(L1 sensitivity {S.gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
-           f"{S.cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
-    mechanism = (f"{fit}; {info.mechanism} on {k} block sums of the residual products clipped "
-                 f"to [-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
+    mechanism = S.mechanism_text(d, p, q, k, rel_x.mechanism, info.mechanism, eps_fit, eps_t)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
     caveats = []
     if not hardened:
         caveats.append(SEEDED_CAVEAT)
-    caveats.append("the level of any GCM-type test rests on the quality of the two "
-                   "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
-                   "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
-    caveats.append("the released regression is additive in the columns of z (cubic splines "
-                   "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
-                   "scale (z_center, z_scale) and interactions between columns of z are not "
-                   "fitted; the level was measured on the designs in the documentation, not "
-                   "proved.")
+    caveats.append(REGRESSION_CAVEAT)
+    caveats.append(S.ADDITIVE_CAVEAT)
     parts_eps, pieces = [], []
     if centre_info is not None:
         parts_eps.append(f"{eps_c:g} for the released centres")
@@ -619,8 +576,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                          "private_scale) on a sample or pass public values.")
     from dask import delayed
 
-    from ._private import (SEEDED_CAVEAT, block_counts, block_statistic, guarantee_text,
-                           new_entropy)
+    from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_statistic,
+                           guarantee_text, new_entropy)
     from .budget import _charge
     from .gcm import (_GCMInputs, _check_n_blocks, _check_regression, _method_name,
                       _remaining_budget, _statistic_from_sums)
@@ -760,9 +717,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     if conditional:
         caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
                        "independent of the data; same sensitivity constant.")
-        caveats.append("the level of any GCM-type test rests on the quality of the two "
-                       "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
-                       "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
+        caveats.append(REGRESSION_CAVEAT)
     what = "block sums" if k < n else "residual products"
     mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""

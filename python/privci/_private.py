@@ -13,13 +13,18 @@ import secrets
 import numpy as np
 
 __all__ = ["guarantee_text", "SEEDED_CAVEAT", "block_labels", "block_counts", "block_sums",
-           "auto_n_blocks", "block_statistic", "new_entropy"]
+           "auto_n_blocks", "block_statistic", "new_entropy", "REGRESSION_CAVEAT"]
 
 SEEDED_CAVEAT = (
     "noise drawn from a seeded numpy generator: for simulation studies only. The seed "
     "determines the noise, so a released result is differentially private only if the seed "
     "is secret, fresh and never reused, and even then the sampler is not hardened against "
     "floating-point attacks; use rng=None for a release.")
+
+
+REGRESSION_CAVEAT = ("the level of any GCM-type test rests on the quality of the two "
+                     "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
+                     "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
 
 
 def guarantee_text(epsilon, what, neighbour, *, hardened, covered=True, composition="",

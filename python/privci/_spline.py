@@ -51,6 +51,7 @@ import numpy as np
 from .mechanisms import laplace_mechanism
 
 __all__ = ["spline_basis", "n_basis", "gram_sensitivity", "cross_sensitivity", "release_fit",
+           "release_sums", "mechanism_text", "ADDITIVE_CAVEAT",
            "residuals", "shift_second_moment", "spline_statistic", "SPLINE_KNOTS", "SPLINE_RANGE",
            "FIT_SHARE", "GRAM_SHARE", "FLOOR", "N_BOOT"]
 
@@ -139,16 +140,28 @@ def release_fit(phi, u, epsilon, rng):
     (p = n_basis(d)).  Returns a :class:`FitRelease`.
     """
     p = phi.shape[1]
+    return release_sums((phi.T @ phi)[np.triu_indices(p)], phi.T @ u, phi.shape[0], epsilon,
+                        rng)
+
+
+def release_sums(gram_tri, cross, rows, epsilon, rng):
+    """:func:`release_fit` from the summed statistics of ``rows`` rows (a public count).
+
+    ``gram_tri`` is the upper triangle of sum phi phi^T, ``cross`` = sum phi u^T (p, cols);
+    the Dask path sums them over partitions.  ``GRAM_SHARE`` of ``epsilon`` goes to the
+    Gram matrix (L1 sensitivity d^2 + d), the rest, rounded down, to the cross-products
+    (2 d cols); every entry lies in [-rows, rows].
+    """
+    cross = np.asarray(cross, dtype=np.float64)
+    p, cols = cross.shape
     d = _d_from_p(p)
-    cols = u.shape[1]
     iu = np.triu_indices(p)
-    G = (phi.T @ phi)[iu]
-    b = phi.T @ u
-    m = max(phi.shape[0], 1)
+    m = max(int(rows), 1)
     eps_g = GRAM_SHARE * epsilon
     eps_b = _rest(epsilon, eps_g)
-    Gn, info_g = laplace_mechanism(G, gram_sensitivity(d), eps_g, rng, value_bound=float(m))
-    bn, info_b = laplace_mechanism(b, cross_sensitivity(d, cols), eps_b, rng,
+    Gn, info_g = laplace_mechanism(np.asarray(gram_tri, dtype=np.float64), gram_sensitivity(d),
+                                   eps_g, rng, value_bound=float(m))
+    bn, info_b = laplace_mechanism(cross, cross_sensitivity(d, cols), eps_b, rng,
                                    value_bound=float(m))
     gram = np.zeros((p, p))
     gram[iu] = Gn
@@ -157,6 +170,24 @@ def release_fit(phi, u, epsilon, rng):
     return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
                       coef=coef, hardened=info_g.hardened and info_b.hardened,
                       mechanism=info_g.mechanism)
+
+
+def mechanism_text(d, p, q, k, fit_mechanism, noise_mechanism, eps_fit, eps_t):
+    """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
+    fit = (f"released additive cubic-spline regression ({n_basis(d)} features for {d} "
+           f"column(s) of z; rows split into two halves by a data-independent partition, x "
+           f"fitted on one and y on the other; {fit_mechanism} on the Gram matrices "
+           f"(L1 sensitivity {gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
+           f"{cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
+    return (f"{fit}; {noise_mechanism} on {k} block sums of the residual products clipped to "
+            f"[-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
+
+
+ADDITIVE_CAVEAT = ("the released regression is additive in the columns of z (cubic splines "
+                   "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
+                   "scale (z_center, z_scale) and interactions between columns of z are not "
+                   "fitted; the level was measured on the designs in the documentation, not "
+                   "proved.")
 
 
 def _rest(total, spent):

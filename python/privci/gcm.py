@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 
 from . import _kernels, _validation as V
-from ._private import (SEEDED_CAVEAT, auto_n_blocks, block_counts, block_labels, block_statistic,
-                       block_sums, guarantee_text, new_entropy)
+from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, auto_n_blocks, block_counts,
+                       block_labels, block_statistic, block_sums, guarantee_text, new_entropy)
 from ._frames import accepts_data_frames
 from .budget import _charge
 from .mechanisms import laplace_mechanism, quiet
@@ -592,14 +592,8 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode):
     with quiet():
         shift2 = S.shift_second_moment(rel_x, rel_y, S.N_BOOT, boot_rng)
         stat, pval, name = S.spline_statistic(released, shift2.T.ravel(), mode)
-    d = inp.za.shape[1]
-    fit = (f"released additive cubic-spline regression ({S.n_basis(d)} features for {d} "
-           f"column(s) of z; rows split into two halves by a data-independent partition, x "
-           f"fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
-           f"(L1 sensitivity {S.gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
-           f"{S.cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
-    mech = (f"{fit}; {info.mechanism} on {k} block sums of the residual products clipped to "
-            f"[-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
+    mech = S.mechanism_text(inp.za.shape[1], p, q, k, rel_x.mechanism, info.mechanism, eps_fit,
+                            eps_t)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
     return stat, pval, name, info, centre_info, xc, yc, mech, hardened, eps_fit, eps_t
 
@@ -931,15 +925,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
                        "independent of the data; same sensitivity constant.")
     if inp.za is not None:
-        caveats.append("the level of any GCM-type test rests on the quality of the two "
-                       "regressions on z (Shah and Peters' no-free-lunch theorem): a regression "
-                       "that misses part of E[X | Z] and E[Y | Z] biases the statistic.")
+        caveats.append(REGRESSION_CAVEAT)
     if spline:
-        caveats.append("the released regression is additive in the columns of z (cubic splines "
-                       "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
-                       "scale (z_center, z_scale) and interactions between columns of z are not "
-                       "fitted; the level was measured on the designs in the documentation, not "
-                       "proved.")
+        from ._spline import ADDITIVE_CAVEAT
+        caveats.append(ADDITIVE_CAVEAT)
     what = "block sums" if k < inp.n else "residual products"
     if spline:
         mechanism = spline_mech
