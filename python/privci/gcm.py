@@ -627,9 +627,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     Parameters
     ----------
     x, y : array-like
-        x (n,) or (n, p); y (n,) or (n, q).  Dask arrays (with
-        ``kernel_approximation="rff"``) run as map-reduce passes over their
-        partitions on the current Dask client; same result as in memory.
+        x (n,) or (n, p); y (n,) or (n, q).  Dask arrays run as map-reduce
+        passes over their partitions on the current Dask client, with the same
+        result as in memory (the spline fit with public ``z_center`` and
+        ``z_scale``; ``regression="krr"`` with ``kernel_approximation="rff"``).
     z : array-like (n, d) or (n,), or None
         The conditioning variables; None tests unconditional independence.
     epsilon : float

@@ -1,18 +1,22 @@
 #' Differentially private GCM test (PrivGCM)
 #'
-#' Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas, computed by the Python
-#' function `privci.privgcm`: clip x and y to public bounds and rescale,
-#' regress both on z by kernel ridge regression with a ridge parameter fixed
-#' before seeing the data, add Laplace noise calibrated to the certified
-#' sensitivity of the residual products, and compute the GCM statistic and
-#' p-value from the noisy products. The released statistic and p-value are
-#' `epsilon`-differentially private under the replacement of one row
-#' (x_i, y_i, z_i).
+#' Computed by the Python function `privci.privgcm`: clip x and y to public
+#' bounds and rescale, regress both on z, and test on noisy sums of the
+#' residual products. By default (`regression = "spline"`) the regression is
+#' itself released with differential privacy (an additive spline fit of z,
+#' put on a unit scale by `z_center` and `z_scale`, released privately unless
+#' given), the residuals are clipped, and a t test runs on 20 noisy block sums.
+#' `regression = "krr"` is Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas:
+#' kernel ridge regression with a ridge parameter fixed before seeing the data
+#' and Laplace noise, calibrated to the certified sensitivity, on every residual
+#' product. The released statistic and p-value are `epsilon`-differentially
+#' private under the replacement of one row (x_i, y_i, z_i).
 #'
 #' @param x Numeric vector, matrix or data frame (n rows).
 #' @param y Numeric vector, matrix or data frame (n rows).
-#' @param z Numeric vector, matrix or data frame (n rows). Not bounded, but
-#'   the default `kernel_sigma` assumes it is on a known scale. `NULL` asks
+#' @param z Numeric vector, matrix or data frame (n rows). Not bounded; the
+#'   spline fit needs it on a unit scale (`z_center`, `z_scale`, private by
+#'   default), the KRR's `kernel_sigma` on a known scale. `NULL` asks
 #'   the Python function for the unconditional test (no regression), where it
 #'   offers one.
 #' @param formula,data `Y ~ X | Z1 + Z2` with the variables in `data` (a data
