@@ -293,3 +293,166 @@ def test_private_scale_of_opposite_extremes_is_finite_and_silent():
         with np.errstate(all="raise"):
             rel = bounds.private_scale(z, epsilon=1.0, rng=1)
     assert np.all(np.isfinite(rel.scale)) and rel.scale[0] > 0
+
+
+# --------------------------------------------------------------------------- issue 21, finding 1
+
+MAX = np.finfo(np.float64).max
+
+
+def _observed(call, fp="warn"):
+    """(outcome, warnings, value) of ``call()`` with numpy's floating-point errors set to
+    ``fp`` ("warn": numpy's defaults; "raise": an exception) and every Python warning
+    recorded; the outcome is 'ok' or the exception's type and message."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught, \
+            np.errstate(divide=fp, over=fp, invalid=fp, under="ignore"):
+        warnings.simplefilter("always")
+        try:
+            value = call()
+            outcome = "ok"
+        except Exception as exc:   # noqa: BLE001 - compared between the neighbours
+            value, outcome = None, (type(exc).__name__, str(exc))
+    return outcome, [(w.category.__name__, str(w.message)) for w in caught], value
+
+
+@pytest.mark.parametrize("rng", [None, 5], ids=["hardened", "seeded"])
+def test_issue21_private_bounds_extreme_row_warns_like_its_neighbour(rng):
+    """Issue 21, finding 1: |x - c| overflowed (RuntimeWarning on one neighbour only, inf
+    handed to OpenDP) when one row held the largest float and the centre was far away."""
+    x = np.zeros(100)
+    x2 = x.copy()
+    x2[0] = MAX
+    seen = []
+    for data in (x, x2):
+        outcome, warned, rel = _observed(
+            lambda: bounds.private_bounds(data, epsilon=1.0, center=-1e293, rng=rng))
+        assert outcome == "ok"
+        assert np.isfinite(rel.bound[0])
+        seen.append(warned)
+    assert seen[0] == seen[1] == [], seen
+
+
+def test_issue21_private_bounds_public_range_extreme_row_warns_like_its_neighbour():
+    """The issue's second reproduction: public_range (-1e300, 1e300), n = 20, eps = 0.1, the
+    released centre far from the extreme row; 30 seeded runs on each neighbour."""
+    import warnings
+    x = np.zeros(20)
+    x2 = x.copy()
+    x2[0] = MAX
+    counts = []
+    for data in (x, x2):
+        other = 0
+        for seed in range(30):
+            outcome, warned, _ = _observed(lambda: bounds.private_bounds(
+                data, epsilon=0.1, public_range=(-1e300, 1e300), rng=seed))
+            assert outcome == "ok"
+            other += sum(c != "UnreliableQuantileWarning" for c, _ in warned)
+        counts.append(other)
+    assert counts == [0, 0], counts
+    # and no numpy floating-point error at all, even with errors raised
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bounds.UnreliableQuantileWarning)
+        with np.errstate(all="raise"):
+            for seed in range(5):
+                bounds.private_bounds(x2, epsilon=0.1, public_range=(-1e300, 1e300), rng=seed)
+
+
+def test_issue21_opendp_gets_finite_values_from_private_bounds(monkeypatch):
+    """On the hardened path OpenDP is handed |x - c| clamped to the largest float, never inf."""
+    import opendp.core
+    seen = []
+    original = opendp.core.measurement_invoke
+
+    def spy(this, arg):
+        if isinstance(arg, list):
+            seen.append(all(np.isfinite(arg)))
+        return original(this, arg)
+
+    monkeypatch.setattr(opendp.core, "measurement_invoke", spy)
+    x = np.zeros(100)
+    x[0] = MAX
+    with np.errstate(all="ignore"):
+        bounds.private_bounds(x, epsilon=1.0, center=-1e293)
+    assert seen and all(seen), seen
+
+
+@pytest.mark.parametrize("rng", [None, 5], ids=["hardened", "seeded"])
+def test_issue21_private_quantile_and_scale_extreme_rows_silent(rng):
+    """The audit of the other public functions: extremes of float64 on one row change no
+    warning and give a finite release (private_quantile on the values, private_scale on
+    the paired differences, with and without a public range)."""
+    base = np.linspace(-1.0, 1.0, 40)
+    for new in (MAX, -MAX, 1e308, 5e-324):
+        other = base.copy()
+        other[3] = new
+        for call in (
+                lambda d: bounds.private_quantile(d, 0.5, epsilon=1.0, rng=rng),
+                lambda d: bounds.private_quantile(d, 0.9, epsilon=1.0, rng=rng,
+                                                  candidates=[-MAX, 0.0, MAX]),
+                lambda d: bounds.private_scale(np.column_stack([d, -d]), epsilon=2.0, rng=rng),
+                lambda d: bounds.private_scale(d, epsilon=1.0, rng=rng,
+                                               public_range=(-1e300, 1e300)),
+                lambda d: bounds.private_bounds(d, epsilon=1.0, rng=rng),
+                lambda d: bounds.private_bounds(d, epsilon=1.0, rng=rng, center=MAX,
+                                                public_range=(-1e300, 1e300))):
+            # a numpy floating-point error raises: FloatingPointError on one neighbour
+            (oa, wa, a), (ob, wb, b) = (_observed(lambda: call(base), fp="raise"),
+                                        _observed(lambda: call(other), fp="raise"))
+            assert oa == ob == "ok", (oa, ob)
+            assert wa == wb, (wa, wb)             # public warnings only (n, epsilon)
+            assert all(c == "UnreliableQuantileWarning" for c, _ in wa), wa
+            for res in (a, b):
+                vals = [res] if isinstance(res, float) else [
+                    v for k in ("center", "bound", "scale") for v in (getattr(res, k) or ())]
+                assert np.all(np.isfinite(vals)), vals
+
+
+@pytest.mark.parametrize("value", [(-1e308, 1e308), (-MAX, MAX), (0.0, np.inf),
+                                   (-1.5e308, 0.5e308)])
+def test_issue21_candidate_grid_rejects_a_range_whose_width_overflows(value):
+    """candidate_grid((-1e308, 1e308)) returned NaN candidates with a numpy warning; the width
+    upper - lower must be a finite float.  The error names the argument and the value."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for positive in (False, True):
+            with pytest.raises(ValueError, match=r"`public_range`.*(width|finite)") as info:
+                bounds.candidate_grid(value, positive=positive)
+            assert "e+308" in str(info.value) or "inf" in str(info.value)
+
+
+@pytest.mark.parametrize("value", [(0.0, 5e-324), (1e300, 1e300 * (1 + 1e-15))])
+def test_issue21_candidate_grid_rejects_a_range_too_narrow_for_distinct_candidates(value):
+    """OpenDP needs strictly increasing candidates: a range narrower than 10,000 ulps gave
+    duplicates and OpenDP's error after the budget was charged (numpy path: a 0 bound)."""
+    for positive in (False, True):
+        with pytest.raises(ValueError, match=r"`public_range`.*(narrow|distinct)"):
+            bounds.candidate_grid(value, positive=positive)
+
+
+def test_issue21_overflowing_public_range_refused_before_the_budget_is_charged():
+    budget = PrivacyBudget(1.0)
+    for call in (lambda: bounds.private_bounds(np.zeros(10), epsilon=0.5, budget=budget,
+                                               public_range=(-1e308, 1e308)),
+                 lambda: bounds.private_scale(np.zeros(10), epsilon=0.5, budget=budget,
+                                              public_range=(-1e308, 1e308)),
+                 lambda: bounds.private_bounds(np.zeros((10, 2)), epsilon=0.5, budget=budget,
+                                               public_range=[(0, 1), (-MAX, 1e300)])):
+        with pytest.raises(ValueError, match="`public_range`"):
+            call()
+    assert budget.spent == 0
+
+
+def test_issue21_transform_maps_overflow_to_the_largest_float():
+    """ReleasedParameters.transform: (z - centre) / scale of an extreme row is finite and
+    silent (the Dask path's z shift does the same)."""
+    import warnings
+    rel = bounds.ReleasedParameters(center=(-1e308,), bound=None, scale=(1e-10,), epsilon=1.0,
+                                    epsilon_each=1.0, released=("scale[0]",),
+                                    bound_quantile=None, mechanism="m", hardened=True,
+                                    guarantee="g")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = rel.transform(np.array([[MAX], [0.0], [-MAX]]))
+    assert out[0, 0] == MAX and out[2, 0] == -MAX and np.isfinite(out).all()

@@ -87,6 +87,7 @@ _BOUND_POINTS_PER_DECADE = 50
 _MIN_EXPONENT, _MAX_EXPONENT = -6, 9
 _RANGE_POINTS = 10001
 _TAIL_MARGIN = 5.0
+_MAX_FLOAT = float(np.finfo(np.float64).max)
 # The score of a quantile ranges over about n / 2 while the Gumbel noise has scale
 # 2 / epsilon and its maximum over C candidates about (2 / epsilon) ln C: below
 # n epsilon = 4 (ln 30003 + 5) ~ 60 the noise swamps the scores.
@@ -104,8 +105,10 @@ def candidate_grid(public_range=None, *, points_per_decade=_CENTER_POINTS_PER_DE
     public_range : (float, float) or None
         A range known before seeing the data.  Given: 10,001 equally spaced
         points from its lower to its upper end (``positive=True``: from
-        width / 10,000 to the width, ``upper - lower``).  None: a logarithmic
-        grid.
+        width / 10,000 to the width, ``upper - lower``).  The width must be a
+        finite float and the range must hold 10,001 distinct floats; otherwise
+        ValueError (public numbers only: refused before any budget is
+        charged).  None: a logarithmic grid.
     points_per_decade : int, default 1000
         Candidates per factor of 10 in the logarithmic grid.
     min_exponent, max_exponent : int, default -6 and 9
@@ -126,13 +129,14 @@ def candidate_grid(public_range=None, *, points_per_decade=_CENTER_POINTS_PER_DE
     [-10.0, -1.0, -0.1, 0.0, 0.1, 1.0, 10.0]
     >>> bounds.candidate_grid((0, 10), positive=True)[[0, -1]].tolist()
     [0.001, 10.0]
+    >>> bounds.candidate_grid((-1e308, 1e308))
+    Traceback (most recent call last):
+    ...
+    ValueError: `public_range` must have a finite width upper - lower (at most 1.7976931348623157e+308); got (-1e+308, 1e+308) instead, whose width overflows to inf.  Give a narrower range.
     """
     if public_range is not None:
         lo, hi = _check_range(public_range, "public_range")
-        if positive:
-            w = hi - lo
-            return np.linspace(w / (_RANGE_POINTS - 1), w, _RANGE_POINTS - 1)
-        return np.linspace(lo, hi, _RANGE_POINTS)
+        return _range_grid(lo, hi, positive)
     ppd = V.check_int(points_per_decade, "points_per_decade", 1)
     lo_e = V.check_int(min_exponent, "min_exponent", -300)
     hi_e = V.check_int(max_exponent, "max_exponent", lo_e + 1)
@@ -144,7 +148,23 @@ def candidate_grid(public_range=None, *, points_per_decade=_CENTER_POINTS_PER_DE
     return np.concatenate([-pos[::-1], [0.0], pos])
 
 
+def _range_grid(lo, hi, positive):
+    """The candidates of a checked public range (see :func:`candidate_grid`)."""
+    if positive:
+        w = hi - lo
+        return np.linspace(w / (_RANGE_POINTS - 1), w, _RANGE_POINTS - 1)
+    return np.linspace(lo, hi, _RANGE_POINTS)
+
+
 def _check_range(value, name):
+    """A public (lower, upper) pair whose width and both grids are finite and increasing.
+
+    Public numbers only: everything refused here is refused before a budget is
+    charged and whatever the data.  The width ``upper - lower`` must be a
+    finite float (it is the largest candidate of a bound or scale; an
+    overflow gave NaN candidates), and the range must hold 10,001 distinct
+    floats (OpenDP needs strictly increasing candidates).
+    """
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):
@@ -153,6 +173,18 @@ def _check_range(value, name):
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"`{name}` must be a finite pair with lower < upper; got "
                          f"{V._short(value)} instead.")
+    with np.errstate(over="ignore"):
+        width = hi - lo
+    if not np.isfinite(width):
+        raise ValueError(f"`{name}` must have a finite width upper - lower (at most "
+                         f"{_MAX_FLOAT:.17g}); got {V._short(value)} instead, "
+                         "whose width overflows to inf.  Give a narrower range.")
+    for positive in (False, True):
+        g = _range_grid(lo, hi, positive)
+        if not (np.all(np.diff(g) > 0) and (g[0] > 0 or not positive)):
+            raise ValueError(f"`{name}` is too narrow to hold {_RANGE_POINTS} distinct "
+                             f"candidates between its ends; got {V._short(value)} instead.  "
+                             "Give a wider range.")
     return lo, hi
 
 
@@ -357,7 +389,10 @@ class ReleasedParameters:
         d = V.as_data(data, "data")
         if d.shape[1] != len(self.scale):
             raise ValueError(f"`data` must have {len(self.scale)} columns; got {d.shape[1]}.")
-        return (d - np.asarray(self.center)) / np.asarray(self.scale)
+        # an extreme row may overflow: mapped to +-largest float, silently, as on Dask
+        with np.errstate(all="ignore"):
+            out = (d - np.asarray(self.center)) / np.asarray(self.scale)
+        return np.clip(out, -_MAX_FLOAT, _MAX_FLOAT)
 
 
 class UnreliableQuantileWarning(UserWarning):
@@ -373,6 +408,20 @@ def _warn_if_unreliable(n, epsilon_each):
                       "among the candidates and the released centres, bounds or scales may be "
                       "far off (the guarantee is unaffected).  Spend more epsilon on them, or "
                       "give a public range.", UnreliableQuantileWarning, stacklevel=3)
+
+
+def _abs_difference(a, b):
+    """|a - b| elementwise, mapped into the finite floats without a warning.
+
+    The difference of two finite floats overflows to inf when they lie far
+    apart (1.8e308 and -1e293): that gave a RuntimeWarning on the neighbour
+    holding the extreme row only, and handed inf to OpenDP.  Every element
+    is clamped to the largest float, deterministically and row by row, with
+    numpy's floating-point errors silenced, so nothing observable depends on
+    one row beyond the released value.
+    """
+    with np.errstate(all="ignore"):
+        return np.minimum(np.abs(a - b), _MAX_FLOAT)
 
 
 def _split(epsilon, k):
@@ -416,7 +465,7 @@ def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, r
             grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
                                   points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
             q = _effective_bound_quantile(bound_quantile, n, e, grid.size)
-            b, s = _quantile(np.abs(col - c), q, e, grid, rng)
+            b, s = _quantile(_abs_difference(col, c), q, e, grid, rng)
             spent += s
             released.append(f"bound[{j}]")
             bounds_.append(b)
@@ -588,8 +637,7 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
                               points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
         # |z_i - z_{i+h}| of two finite values can overflow to inf (1e308 and -1e308): map it
         # to the largest float (OpenDP never sees a non-finite value, no overflow warning)
-        with np.errstate(over="ignore", invalid="ignore"):
-            diffs = np.minimum(np.abs(za[:h, j] - za[h:2 * h, j]), np.finfo(np.float64).max)
+        diffs = _abs_difference(za[:h, j], za[h:2 * h, j])
         v, sp = _quantile(diffs, 0.5, e, grid, user_rng)
         scales.append(v * MAD_TO_SD / math.sqrt(2.0))
         spent += sp
