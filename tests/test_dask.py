@@ -290,3 +290,61 @@ def test_spline_on_dask_needs_public_z_center_and_scale(client, data):
     with pytest.raises(ValueError, match=r"on Dask arrays the spline fit needs public "
                                          r"`z_center` and `z_scale`.*got z_center=None"):
         privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4, rng=1)
+
+
+# --------------------------------------------------------------------- empty partitions
+
+EMPTY_LAYOUTS = [(0, 1600, 1400), (1600, 0, 1400), (1600, 1400, 0), (0, 0, 1000, 0, 2000)]
+
+
+def _dask_rows(rows, *arrays):
+    """Dask arrays with the given row partitions (some of them empty)."""
+    return [None if a is None else da.from_array(a, chunks=(rows,) + tuple((s,) for s in
+                                                                         a.shape[1:]))
+            for a in arrays]
+
+
+@pytest.mark.parametrize("rows", EMPTY_LAYOUTS, ids=lambda r: "-".join(map(str, r)))
+def test_spline_empty_partition_contributes_nothing(client, data, rows):
+    """Issue 21, finding 3: a partition with no rows (chunks (0, 200, 200)) crashed the spline
+    path in scipy's B-spline design matrix, after the budget was charged.  It must contribute
+    zero statistics: the result is the in-memory one, and the budget is charged once."""
+    x, y, z = data
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0)
+    budget = privci.PrivacyBudget(10.0)
+    gen_a, gen_b = np.random.default_rng(3), np.random.default_rng(3)
+    mem = privci.privgcm(x, y, z, rng=gen_a, **kw)
+    dsk = privci.privgcm(*_dask_rows(rows, x, y, z), rng=gen_b, budget=budget, **kw)
+    _same_tight(dsk, mem)
+    _same_privacy(dsk, mem)
+    assert budget.spent == 2.0
+    assert gen_a.integers(1 << 62) == gen_b.integers(1 << 62)
+    # hardened: runs, finite
+    res = privci.privgcm(*_dask_rows(rows, x, y, z), **kw)
+    assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+
+
+@pytest.mark.parametrize("rows", EMPTY_LAYOUTS[:2], ids=lambda r: "-".join(map(str, r)))
+def test_every_dask_pass_accepts_an_empty_partition(client, data, rows):
+    """The other passes (KRR on random features with blocks or one block per row, private
+    centres, the unconditional test, PrivCRT, the non-private GCM): an empty partition
+    contributes zero statistics, so the result is the in-memory one."""
+    x, y, z = data
+    parts = _dask_rows(rows, x, y, z)
+    for kw in (dict(n_blocks=25, center_epsilon=0.4), dict(n_blocks=None)):
+        kw = dict(epsilon=2.0, x_bound=4, y_bound=4, feature_rng=3, **KRR, **kw)
+        _same(privci.privgcm(*parts, rng=11, **kw), privci.privgcm(x, y, z, rng=11, **kw))
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4)
+    _same(privci.privgcm(*parts[:2], rng=5, **kw), privci.privgcm(x, y, rng=5, **kw))
+    gen = np.random.default_rng(8)
+    xr = np.sin(z[:, 0]) + gen.normal(size=(19, N))
+    mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+    kw = dict(epsilon=2.0, model_x=mx, y_bound=6, x_residual_bound=4, feature_rng=1, **RFF)
+    mem = privci.privcrt(x, y, z, x_resamples=xr, rng=2, **kw)
+    dsk = privci.privcrt(*parts, x_resamples=da.from_array(xr, chunks=((19,), rows)), rng=2,
+                         **kw)
+    assert dsk.statistic == mem.statistic and dsk.pvalue == mem.pvalue
+    res = privci.privcrt(*parts, rng=0, **dict(kw, epsilon=5.0))     # resamples on workers
+    assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+    kw = dict(ridge_lambda=0.05, feature_rng=2, **RFF)
+    _same(privci.gcm(*parts, **kw), privci.gcm(x, y, z, **kw))

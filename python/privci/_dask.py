@@ -382,6 +382,20 @@ def _gcm_resid_block(xb, yb, zb, centre, freqs_t, w):
     return _residual_block(_raw_block(xb, yb, centre), zb, freqs_t, w, None)
 
 
+def _spline_basis(zb):
+    """The spline basis of one partition; a partition without rows gets an empty (0, m) one.
+
+    scipy's design matrix fails on no points, so the basis of one public row of zeros
+    fixes the width m and no row is kept: an empty partition contributes zero statistics
+    (its Gram, cross-products and block sums are sums over no rows).
+    """
+    from . import _spline as S
+    zb = np.ascontiguousarray(zb)
+    if zb.shape[0] == 0:
+        return S.spline_basis(np.zeros((1, zb.shape[1])))[:0]
+    return S.spline_basis(zb)
+
+
 def _spline_pass1(xb, yb, zb, spec, start, stop):
     """Pass 1 of the spline path on one partition: the fit's sufficient statistics.
 
@@ -390,13 +404,12 @@ def _spline_pass1(xb, yb, zb, spec, start, stop):
     columns); the halves come from :func:`privci._private.block_labels` on the
     partition's global row range, so they equal the in-memory split.
     """
-    from . import _spline as S
     from ._private import block_labels
     from .mechanisms import quiet
     p = spec["p"]
     with quiet():
         U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        phi = S.spline_basis(np.ascontiguousarray(zb))
+        phi = _spline_basis(zb)
         half = block_labels(spec["n"], 2, spec["entropy"], start, stop) == 0
         iu = np.triu_indices(phi.shape[1])
         pa, pb = phi[half], phi[~half]
@@ -411,7 +424,7 @@ def _spline_pass2(xb, yb, zb, spec, start, stop):
     p = spec["p"]
     with quiet():
         U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        phi = S.spline_basis(np.ascontiguousarray(zb))
+        phi = _spline_basis(zb)
         rx = S.residuals(U[:, :p], phi, spec["coef_x"])
         ry = S.residuals(U[:, p:], phi, spec["coef_y"])
         del U, phi
