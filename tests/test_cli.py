@@ -95,3 +95,194 @@ def test_errors_are_reported(csv_file, capsys):
 def test_formula_errors(formula, err):
     with pytest.raises(ValueError, match=err):
         cli.parse_linear_formula(formula, ["z1"])
+
+
+# --------------------------------------------------------------------------- issue 21
+
+MAX = np.finfo(np.float64).max
+
+
+def _run(argv):
+    """(exit code, stdout, stderr) of ``privci argv``; argparse's SystemExit counts too."""
+    import contextlib
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _cells_csv(path, cells, rows):
+    """A CSV of 40 rows (x, y, z1, z2); column y holds ``cells[k]`` at row ``rows[k]``."""
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(40, 4)).round(4).astype(object)
+    for r, c in zip(rows, cells):
+        data[r, 1] = c
+    with open(path, "w") as fh:
+        fh.write("x,y,z1,z2\n")
+        for row in data:
+            fh.write(",".join(str(v) for v in row) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("sign", ["", "-"])
+@pytest.mark.parametrize("rows", [[2], [7], [2, 7, 11]])
+@pytest.mark.parametrize("regression", ["spline", "krr"])
+def test_cli_clamps_decimals_beyond_the_float_range(tmp_path, sign, rows, regression):
+    """Issue 21, finding 6: a cell 1e400 was read as inf and the command exited with "column
+    'y' has a missing (NaN) or infinite value": one row of otherwise valid data decided
+    whether it failed.  It is now read as the largest float, like the cell written as
+    1.7976931348623157e308 (same output, no warning, exit 0)."""
+    import warnings
+    args = ["--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "1", "--x-bound", "3",
+            "--y-bound", "3", "--seed", "4", "--regression", regression, "--z-center", "0",
+            "--z-scale", "1"]
+    huge = _cells_csv(tmp_path / "huge.csv", [sign + "1e400"] * len(rows), rows)
+    top = _cells_csv(tmp_path / "top.csv", [repr(float(sign + "1") * float(MAX))] * len(rows),
+                     rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = _run(["privgcm", huge] + args)
+        b = _run(["privgcm", top] + args)
+    assert a[0] == 0 and a[2] == "", a
+    assert a[1] == b[1]
+
+
+def test_parse_cell_clamps_only_overflowing_decimals():
+    assert cli.parse_cell("1e400") == MAX and cli.parse_cell("-1E+999") == -MAX
+    assert cli.parse_cell("  2.5e308 ") == MAX and cli.parse_cell("1e-400") == 0.0
+    assert cli.parse_cell("0.5") == 0.5
+    for text in ("inf", "-Infinity", "nan"):
+        assert not np.isfinite(cli.parse_cell(text))
+    with pytest.raises(ValueError):
+        cli.parse_cell("1e400x")
+
+
+def test_cli_still_refuses_inf_and_nan_cells(tmp_path):
+    for cell in ("inf", "nan"):
+        path = _cells_csv(tmp_path / "bad.csv", [cell], [3])
+        code, _, err = _run(["privgcm", path, "--x", "x", "--y", "y", "--z", "z1",
+                             "--epsilon", "1", "--x-bound", "3", "--y-bound", "3"])
+        assert code == 2 and "column 'y'" in err and "infinite" in err
+
+
+@pytest.mark.parametrize("command", ["privgcm", "privcrt", "gcm"])
+def test_cli_help_documents_the_clamping_and_the_file_placement(command, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1e400" in text and "largest float" in text and "--data FILE" in text
+
+
+def test_cli_auto_parameters_equal_the_python_api(csv_file):
+    """'auto' for --x-bound, --y-bound, --x-center, --y-center, --z-center and --z-scale, as the
+    Python API accepts (was: "invalid float value: 'auto'")."""
+    d = np.genfromtxt(csv_file, delimiter=",", names=True)
+    z = np.column_stack([d["z1"], d["z2"]])
+    code, out, err = _run(["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
+                           "--epsilon", "2", "--x-bound", "auto", "--y-bound", "AUTO",
+                           "--x-center", "auto", "--y-center", "auto", "--z-center", "auto",
+                           "--z-scale", "auto", "--bounds-epsilon", "0.4", "--seed", "3"])
+    assert code == 0, err
+    ref = privci.privgcm(d["x"], d["y"], z, epsilon=2, x_bound="auto", y_bound="auto",
+                         x_center="auto", y_center="auto", z_center="auto", z_scale="auto",
+                         bounds_epsilon=0.4, rng=3)
+    assert repr(ref) == out.strip()
+    # one value per column, and public numbers, still work
+    code, out, err = _run(["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
+                           "--epsilon", "2", "--x-bound", "5", "--y-bound", "auto",
+                           "--z-center", "0", "0.1", "--z-scale", "1", "2", "--seed", "3"])
+    assert code == 0, err
+    ref = privci.privgcm(d["x"], d["y"], z, epsilon=2, x_bound=5, y_bound="auto",
+                         z_center=[0, 0.1], z_scale=[1, 2], rng=3)
+    assert repr(ref) == out.strip()
+
+
+def test_cli_privcrt_auto_parameters_equal_the_python_api(csv_file):
+    d = np.genfromtxt(csv_file, delimiter=",", names=True)
+    z = np.column_stack([d["z1"], d["z2"]])
+    code, out, err = _run(["privcrt", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
+                           "--epsilon", "2", "--y-bound", "auto", "--x-residual-bound", "auto",
+                           "--y-center", "auto", "--x-scale", "1", "--x-mean-column", "mu",
+                           "--seed", "5"])
+    assert code == 0, err
+    ref = privci.privcrt(d["x"], d["y"], z, epsilon=2, y_bound="auto",
+                         x_residual_bound="auto", y_center="auto",
+                         model_x=privci.GaussianModelX(d["mu"], 1.0), rng=5)
+    assert repr(ref) == out.strip()
+
+
+@pytest.mark.parametrize("bad,match", [
+    (["--x-bound", "wide"], "--x-bound: must be a number or 'auto'"),
+    (["--z-center", "auto", "3"], "`--z-center` takes numbers"),
+    (["--z-scale", "one"], "`--z-scale` takes numbers"),
+])
+def test_cli_auto_bad_values_are_named(csv_file, bad, match):
+    args = {"--x-bound": "5", "--y-bound": "8"}
+    if bad[0] in args:
+        args[bad[0]] = bad[1]
+        bad = []
+    argv = ["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "2",
+            "--seed", "1"] + [t for kv in args.items() for t in kv] + bad
+    code, _, err = _run(argv)
+    assert code == 2 and match in err, err
+
+
+def _orders(path):
+    """The orders a user types: the file first, last (after options that take several
+    values), in the middle, right after --z, and as --data."""
+    x = ["--x", "x", "--y", "y"]
+    z = ["--z", "z1", "z2"]
+    rest = ["--epsilon", "1", "--x-bound", "5", "--y-bound", "8", "--seed", "2"]
+    zc = ["--z-center", "0", "0.1"]
+    return {
+        "file first": ["privgcm", path] + x + z + rest + zc,
+        "file last, after --z-center": ["privgcm"] + x + z + rest + zc + [path],
+        "file last, after --z": ["privgcm"] + x + rest + zc + z + [path],
+        "file last, after --z-scale auto": ["privgcm"] + x + z + rest + zc +
+                                           ["--z-scale", "auto", path],
+        "file right after --z": ["privgcm"] + x + z + [path] + rest + zc,
+        "file in the middle": ["privgcm", "--x", "x", path, "--y", "y"] + z + rest + zc,
+        "--data first": ["privgcm", "--data", path] + x + z + rest + zc,
+        "--data last": ["privgcm"] + x + z + rest + zc + ["--data", path],
+        "both, the same file": ["privgcm", path] + x + z + rest + zc + ["--data", path],
+    }
+
+
+@pytest.mark.parametrize("order", list(_orders("data.csv")))
+def test_cli_data_file_in_every_order_a_user_types(csv_file, order):
+    """Issue 21: `privci privgcm --x cement --y strength --z water age --z-center 180 45
+    data.csv` failed: --z-center took data.csv as one of its values."""
+    ref = _run(_orders(csv_file)["file first"])
+    assert ref[0] == 0, ref
+    got = _run(_orders(csv_file)[order])
+    assert got == ref
+
+
+def test_cli_data_file_relative_path_last(csv_file, monkeypatch):
+    """The issue's command line as typed in the file's directory (a relative path)."""
+    import os
+    monkeypatch.chdir(os.path.dirname(csv_file))
+    name = os.path.basename(csv_file)
+    code, out, err = _run(["privgcm", "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon",
+                           "1", "--x-bound", "5", "--y-bound", "8", "--z-center", "0", "0",
+                           name])
+    assert code == 0 and "PrivateTestResult" in out, err
+    for command in (["gcm"], ["privcrt", "--x-residual-bound", "4", "--x-scale", "1",
+                              "--x-mean-column", "mu", "--epsilon", "1", "--y-bound", "8"]):
+        code, out, err = _run(command + ["--x", "x", "--y", "y", "--z", "z1", "z2", name])
+        assert code == 0, err
+
+
+def test_cli_data_file_errors(csv_file, tmp_path):
+    base = ["--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "1", "--x-bound", "5",
+            "--y-bound", "8"]
+    code, _, err = _run(["privgcm"] + base)
+    assert code == 2 and "no data file" in err and "--data FILE" in err
+    other = str(tmp_path / "other.csv")
+    code, _, err = _run(["privgcm", csv_file] + base + ["--data", other])
+    assert code == 2 and "two data files" in err
+    code, _, err = _run(["privgcm"] + base + [str(tmp_path / "missing.csv")])
+    assert code == 2 and "could not open the data file" in err

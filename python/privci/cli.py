@@ -4,11 +4,22 @@
 scikit-learn (the diabetes data of Efron et al., 442 patients) and on the
 paper's simulated setting, and prints a table.  The other subcommands read a
 CSV file and take column names and the privacy arguments.
+
+The CSV file may come first, last (also right after an option that takes
+several values, such as ``--z`` or ``--z-center``) or as ``--data FILE``.
+A decimal beyond the range of float64 (``1e400``) is read as the largest
+float, +-1.7976931348623157e308, like any other extreme value; ``nan``,
+``inf`` and non-numbers are refused.  The bounds and centres (and
+``--z-center``, ``--z-scale``) take ``auto``: released with differential
+privacy from part of ``--epsilon`` (``--bounds-epsilon``), as in the Python
+API.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 import sys
 
@@ -58,12 +69,38 @@ class DataFileError(ValueError):
     """A problem with the data file; the message never contains a cell value or a count."""
 
 
+_MAX_FLOAT = sys.float_info.max
+
+
+def parse_cell(text):
+    """One CSV cell as a float; a decimal beyond the float range is clamped to +-largest float.
+
+    ``float("1e400")`` is inf, which the tests refuse as a missing or infinite
+    value: one extreme row of otherwise valid data would then decide whether
+    the command fails.  A cell written with digits whose value overflows is
+    instead read as +-1.7976931348623157e308, the largest float, which the
+    tests handle like any other finite value (clipping, public sensitivity).
+    ``inf``, ``nan`` and anything that is not a number are left as they are
+    (non-finite, refused later) or raise ValueError.
+
+    >>> parse_cell("1e400"), parse_cell(" -2.5E999 "), parse_cell("0.25"), parse_cell("1e-400")
+    (1.7976931348623157e+308, -1.7976931348623157e+308, 0.25, 0.0)
+    >>> parse_cell("inf")
+    inf
+    """
+    v = float(text)
+    if math.isinf(v) and any(ch.isdigit() for ch in text):
+        return math.copysign(_MAX_FLOAT, v)
+    return v
+
+
 def _read_csv(path, columns):
     """Read the named columns of a CSV file as float arrays.
 
     Errors name the column and the kind of problem (missing column, a value that
     is not a number, a non-finite value, a short row) but never a cell value, a
-    row number or a count: the file holds the private data.
+    row number or a count: the file holds the private data.  Decimals beyond the
+    float range are clamped to the largest float (:func:`parse_cell`).
     """
     import csv
 
@@ -92,7 +129,7 @@ def _read_csv(path, columns):
                 raise DataFileError(f"a row of {path!r} has fewer fields than the header, so "
                                     f"column {c!r} is incomplete.")
             try:
-                vals[i] = float(r[j])
+                vals[i] = parse_cell(r[j])
             except ValueError:
                 raise DataFileError(f"column {c!r} has a value that is not a number; the data "
                                     "must be numeric.") from None
@@ -172,8 +209,28 @@ def demo(seed=None, out=sys.stdout):
     return rows
 
 
+_AUTO_HELP = ("or 'auto': released with differential privacy from part of --epsilon "
+              "(--bounds-epsilon)")
+_CELL_NOTE = ("Decimals beyond the float range (e.g. 1e400) are read as +-1.7976931348623157e308, "
+              "the largest float; nan, inf and non-numbers are refused.  The CSV file may come "
+              "first, last, or as --data FILE.")
+
+
+def _number_or_auto(text):
+    """An argparse type: a float, or the string 'auto'."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'auto'; got {text!r}") from None
+
+
 def _add_common(p, private=True):
-    p.add_argument("csv", help="CSV file with a header row")
+    p.add_argument("csv", nargs="?", default=None, metavar="CSV",
+                   help="CSV file with a header row (or --data FILE)")
+    p.add_argument("--data", default=None, metavar="FILE",
+                   help="the CSV file, as an option (instead of the positional CSV)")
     p.add_argument("--x", required=True, help="column of X")
     p.add_argument("--y", required=True, help="column of Y")
     p.add_argument("--z", required=True, nargs="+", help="conditioning column(s) Z")
@@ -187,6 +244,68 @@ def _add_common(p, private=True):
                             "NOT hardened, and the release is private only if the seed is "
                             "secret, fresh and never reused; default: OpenDP noise (use it for "
                             "a release)")
+        p.add_argument("--bounds-epsilon", type=float, default=None,
+                       help="part of --epsilon spent on the 'auto' bounds, centres and z "
+                            "parameters (sequential composition); default: 10%% of --epsilon "
+                            "when any is 'auto'")
+
+
+# options that take several values: a data file typed after them is taken back (see
+# _data_file); the numeric ones are converted after that
+_MULTI = ("z", "z_center", "z_scale")
+
+
+def _looks_like_data_file(token):
+    return os.path.isfile(token) or token.lower().endswith(".csv")
+
+
+def _data_file(args):
+    """The data file: the positional CSV, --data, or one typed after a multi-value option.
+
+    ``privci privgcm --x a --y b --z c d --z-center 1 2 data.csv`` hands data.csv to
+    --z-center (argparse's nargs='+' takes every value up to the next option).  A last
+    value that is an existing file or ends in .csv, of an option that got more than one
+    value, is the data file.
+    """
+    given = [f for f in (args.csv, args.data) if f is not None]
+    if len(given) == 2 and given[0] != given[1]:
+        raise ValueError(f"two data files were given: {args.csv!r} (positional) and "
+                         f"{args.data!r} (--data); give one.")
+    if given:
+        return given[0]
+    found = []
+    for dest in _MULTI:
+        vals = getattr(args, dest, None)
+        if vals and len(vals) > 1 and _looks_like_data_file(vals[-1]):
+            if dest != "z" and _number_or_auto_or_none(vals[-1]) is not None:
+                continue
+            found.append(dest)
+    if len(found) == 1:
+        vals = getattr(args, found[0])
+        setattr(args, found[0], vals[:-1])
+        return vals[-1]
+    raise ValueError("no data file: give the CSV file first (privci privgcm data.csv --x ...), "
+                     "last, or as --data FILE.")
+
+
+def _number_or_auto_or_none(text):
+    try:
+        return _number_or_auto(text)
+    except argparse.ArgumentTypeError:
+        return None
+
+
+def _numbers_or_auto(values, option, *, positive=False):
+    """The values of --z-center / --z-scale: one number, one per column, or 'auto'."""
+    if values is None:
+        return None
+    conv = [_number_or_auto_or_none(v) for v in values]
+    if conv == ["auto"]:
+        return "auto"
+    if any(v is None or v == "auto" for v in conv):
+        raise ValueError(f"`{option}` takes numbers (one, or one per --z column) or 'auto'; got "
+                         f"{' '.join(values)!r} instead.")
+    return conv[0] if len(conv) == 1 else conv
 
 
 def main(argv=None):
@@ -195,32 +314,44 @@ def main(argv=None):
     d = sub.add_parser("demo", help="run the tests on built-in examples and print a table")
     d.add_argument("--seed", type=int, default=None,
                    help="seed data and noise (seeded noise is not hardened); default: OpenDP noise")
-    g = sub.add_parser("gcm", help="non-private GCM test on a CSV file")
+    g = sub.add_parser("gcm", help="non-private GCM test on a CSV file", epilog=_CELL_NOTE)
     _add_common(g, private=False)
     g.add_argument("--ridge-lambda", type=float, default=None, help="default: CVST cross-validation")
     g.add_argument("--center", action="store_true",
                    help="subtract the sample means of X and Y first (KRR has no intercept)")
-    pg = sub.add_parser("privgcm", help="PrivGCM on a CSV file")
+    pg = sub.add_parser("privgcm", help="PrivGCM on a CSV file", epilog=_CELL_NOTE)
     _add_common(pg)
     pg.add_argument("--regression", default="spline", choices=["spline", "krr"],
                     help="spline: the released additive spline fit (default); krr: kernel ridge "
                          "regression, the paper's mechanism (--ridge-lambda, --kernel-sigma)")
-    pg.add_argument("--z-scale", type=float, nargs="+", default=None,
-                    help="public scale of each Z column (the spline fit needs Z on a unit scale)")
-    pg.add_argument("--z-center", type=float, nargs="+", default=[0.0],
-                    help="public centre of each Z column")
-    pg.add_argument("--x-bound", type=float, required=True)
-    pg.add_argument("--y-bound", type=float, required=True)
-    pg.add_argument("--x-center", type=float, default=0.0,
-                    help="public centre of X (data clipped to [centre - bound, centre + bound])")
-    pg.add_argument("--y-center", type=float, default=0.0, help="public centre of Y")
+    pg.add_argument("--z-scale", nargs="+", default=None, metavar="Z_SCALE",
+                    help="public scale of each Z column (the spline fit needs Z on a unit "
+                         f"scale), {_AUTO_HELP}; default: 'auto' with the spline fit, none with "
+                         "krr")
+    pg.add_argument("--z-center", nargs="+", default=None, metavar="Z_CENTER",
+                    help=f"public centre of each Z column, {_AUTO_HELP}; default: 'auto' with "
+                         "the spline fit, 0 with krr")
+    pg.add_argument("--x-bound", type=_number_or_auto, required=True,
+                    help=f"public bound of X, {_AUTO_HELP}")
+    pg.add_argument("--y-bound", type=_number_or_auto, required=True,
+                    help=f"public bound of Y, {_AUTO_HELP}")
+    pg.add_argument("--x-center", type=_number_or_auto, default=0.0,
+                    help="public centre of X (data clipped to [centre - bound, centre + bound]), "
+                         f"{_AUTO_HELP}")
+    pg.add_argument("--y-center", type=_number_or_auto, default=0.0,
+                    help=f"public centre of Y, {_AUTO_HELP}")
     pg.add_argument("--center-epsilon", type=float, default=None,
                     help="part of --epsilon spent on private centres of X and Y (sequential "
                          "composition); default: none, the public centres are used")
-    pc = sub.add_parser("privcrt", help="PrivCRT on a CSV file with a Gaussian model-X")
+    pc = sub.add_parser("privcrt", help="PrivCRT on a CSV file with a Gaussian model-X",
+                        epilog=_CELL_NOTE)
     _add_common(pc)
-    pc.add_argument("--y-bound", type=float, required=True)
-    pc.add_argument("--x-residual-bound", type=float, required=True)
+    pc.add_argument("--y-bound", type=_number_or_auto, required=True,
+                    help=f"public bound of Y, {_AUTO_HELP}")
+    pc.add_argument("--x-residual-bound", type=_number_or_auto, required=True,
+                    help=f"public bound of X - E[X | Z], {_AUTO_HELP}")
+    pc.add_argument("--y-center", type=_number_or_auto, default=0.0,
+                    help=f"public centre of Y, {_AUTO_HELP}")
     mean = pc.add_mutually_exclusive_group(required=True)
     mean.add_argument("--x-mean-column", help="column holding E[X | Z] for each row")
     mean.add_argument("--x-mean-formula", help='linear formula in Z, e.g. "0.5 + 1.2*age - 0.3*bmi"')
@@ -231,10 +362,11 @@ def main(argv=None):
         if args.command == "demo":
             demo(seed=args.seed)
             return 0
+        path = _data_file(args)
         cols = [args.x, args.y] + list(args.z)
         if args.command == "privcrt" and args.x_mean_column:
             cols.append(args.x_mean_column)
-        data = _read_csv(args.csv, list(dict.fromkeys(cols)))
+        data = _read_csv(path, list(dict.fromkeys(cols)))
         x, y = data[args.x], data[args.y]
         z = np.column_stack([data[c] for c in args.z])
         if args.command == "gcm":
@@ -244,14 +376,13 @@ def main(argv=None):
         elif args.command == "privgcm":
             krr = ({"ridge_lambda": args.ridge_lambda, "kernel_sigma": args.kernel_sigma}
                    if args.regression == "krr" else {})
-            zs = None if args.z_scale is None else (
-                args.z_scale[0] if len(args.z_scale) == 1 else args.z_scale)
-            zc = args.z_center[0] if len(args.z_center) == 1 else args.z_center
+            zs = _numbers_or_auto(args.z_scale, "--z-scale")
+            zc = _numbers_or_auto(args.z_center, "--z-center")
             res = privgcm(x, y, z, epsilon=args.epsilon, x_bound=args.x_bound,
                           y_bound=args.y_bound, alternative=args.alternative,
                           rng=args.seed, x_center=args.x_center, y_center=args.y_center,
                           center_epsilon=args.center_epsilon, regression=args.regression,
-                          z_scale=zs, z_center=zc, **krr)
+                          z_scale=zs, z_center=zc, bounds_epsilon=args.bounds_epsilon, **krr)
         else:
             if args.x_mean_column:
                 mu = data[args.x_mean_column]
@@ -266,10 +397,10 @@ def main(argv=None):
                     return icpt + np.asarray(zz, dtype=np.float64) @ coef
             mx = GaussianModelX(mu, args.x_scale)
             res = privcrt(x, y, z, epsilon=args.epsilon, model_x=mx, y_bound=args.y_bound,
-                               x_residual_bound=args.x_residual_bound,
-                               n_resamples=args.n_resamples, ridge_lambda=args.ridge_lambda,
-                               kernel_sigma=args.kernel_sigma, alternative=args.alternative,
-                               rng=args.seed)
+                          x_residual_bound=args.x_residual_bound, y_center=args.y_center,
+                          n_resamples=args.n_resamples, ridge_lambda=args.ridge_lambda,
+                          kernel_sigma=args.kernel_sigma, alternative=args.alternative,
+                          rng=args.seed, bounds_epsilon=args.bounds_epsilon)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
