@@ -382,56 +382,43 @@ def _gcm_resid_block(xb, yb, zb, centre, freqs_t, w):
     return _residual_block(_raw_block(xb, yb, centre), zb, freqs_t, w, None)
 
 
-def _spline_basis(zb):
-    """The spline basis of one partition; a partition without rows gets an empty (0, m) one.
+def _spline_pass1(xb, yb, zb, spec, start, stop):
+    """Pass 1 of the spline path on one partition: the fit's exact sufficient statistics.
 
-    scipy's design matrix fails on no points, so the basis of one public row of zeros
-    fixes the width m and no row is kept: an empty partition contributes zero statistics
-    (its Gram, cross-products and block sums are sums over no rows).
+    :func:`privci._spline.partition_stats` on the partition's rows (an empty partition
+    contributes zero sums); the halves come from :func:`privci._private.block_labels`
+    on the partition's global row range, so they equal the in-memory split.
     """
     from . import _spline as S
-    zb = np.ascontiguousarray(zb)
-    if zb.shape[0] == 0:
-        return S.spline_basis(np.zeros((1, zb.shape[1])))[:0]
-    return S.spline_basis(zb)
-
-
-def _spline_pass1(xb, yb, zb, spec, start, stop):
-    """Pass 1 of the spline path on one partition: the fit's sufficient statistics.
-
-    Returns (G_A, b_A, G_B, b_B): the upper triangle of phi^T phi and phi^T u over the
-    rows of this partition in half A (u = the x columns) and in half B (u = the y
-    columns); the halves come from :func:`privci._private.block_labels` on the
-    partition's global row range, so they equal the in-memory split.
-    """
     from ._private import block_labels
     from .mechanisms import quiet
-    p = spec["p"]
     with quiet():
         U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        phi = _spline_basis(zb)
         half = block_labels(spec["n"], 2, spec["entropy"], start, stop) == 0
-        iu = np.triu_indices(phi.shape[1])
-        pa, pb = phi[half], phi[~half]
-        return ((pa.T @ pa)[iu], pa.T @ U[half, :p], (pb.T @ pb)[iu], pb.T @ U[~half, p:])
+        return S.partition_stats(np.ascontiguousarray(zb), U, half, spec["design"], spec["p"])
 
 
 def _spline_pass2(xb, yb, zb, spec, start, stop):
-    """Pass 2 of the spline path on one partition: partial block sums of the products."""
+    """Pass 2 of the spline path on one partition: exact partial block sums of the products."""
     from . import _spline as S
-    from ._private import block_labels, block_sums
+    from ._private import block_labels
     from .mechanisms import quiet
-    p = spec["p"]
     with quiet():
         U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        phi = _spline_basis(zb)
-        rx = S.residuals(U[:, :p], phi, spec["coef_x"])
-        ry = S.residuals(U[:, p:], phi, spec["coef_y"])
-        del U, phi
-        prod = _kernels.residual_products(np.ascontiguousarray(rx), np.ascontiguousarray(ry))
-        del rx, ry
         labels = block_labels(spec["n"], spec["k"], spec["entropy"], start, stop)
-        return block_sums(prod, labels, spec["k"])
+        return S.partition_block_sums(np.ascontiguousarray(zb), U, labels, spec["design"],
+                                      spec["coef_x"], spec["coef_y"], spec["p"], spec["k"])
+
+
+def _released_block_sums(parts, n, design, p, q, state):
+    """Reduce the partial block sums and add the noise (on a worker, seeded state carried)."""
+    from . import _spline as S
+    from .mechanisms import quiet
+    total = _sum_list(parts)
+    rng = None if state is None else _advanced(state, 0)
+    with quiet():
+        released, info, sens = S.release_block_sums(total, n, design, p, q, rng)
+    return released, info, sens, (None if rng is None else rng.bit_generator.state)
 
 
 # --------------------------------------------------------------------------- shared steps
@@ -487,39 +474,40 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     from . import _spline as S
     from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, guarantee_text,
                            new_entropy)
-    from .gcm import _method_name, _remaining_budget
+    from .gcm import _method_name
     from .mechanisms import quiet
     from .results import PrivacyRecord, PrivateTestResult
 
-    eps_fit = S.FIT_SHARE * eps_test
-    eps_t = _remaining_budget(eps_test, eps_fit)
-    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k,
+    design = S.choose_design(n, d, p, q, eps_test, k)
+    eps_fit, eps_t = design.eps_fit, design.eps_test
+    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
             "entropy": new_entropy(user_rng)}
-    # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed
+    # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed exactly
     parts = [delayed(_spline_pass1)(a, b, zz, spec, s, e)
              for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
-    g_a, b_a, g_b, b_b = _run(client, [_tree_sum(parts)], n)[0]
-    rows_a, rows_b = block_counts(n, 2)        # public sizes of the two halves
+    stats = _run(client, [_tree_sum(parts)], n)[0]
     with quiet():
-        rel_x = S.release_sums(g_a, b_a, rows_a, eps_fit, user_rng)
-        rel_y = S.release_sums(g_b, b_b, rows_b, eps_fit, user_rng)
+        rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, user_rng)
+        coef_x = S.fit_coefficients(rel_x, design)
+        coef_y = S.fit_coefficients(rel_y, design)
     # pass 2: residuals with the released coefficients, partial block sums; noise on a worker
-    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k,
-            "coef_x": rel_x.coef, "coef_y": rel_y.coef, "entropy": new_entropy(user_rng)}
-    counts = block_counts(n, k)
+    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
+            "coef_x": coef_x, "coef_y": coef_y, "entropy": new_entropy(user_rng)}
     parts = [delayed(_spline_pass2)(a, b, zz, spec, s, e)
              for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
-    task = delayed(_noisy_reduce)(parts, 2.0 * p * q, eps_t, _rng_state(user_rng),
-                                  float(counts.max()))
-    released, info, state = _run(client, [task], n)[0]
+    task = delayed(_released_block_sums)(parts, n, design, p, q, _rng_state(user_rng))
+    released, info, sens, state = _run(client, [task], n)[0]
     _restore(user_rng, state)
     boot_rng = user_rng if user_rng is not None else np.random.default_rng()
     with quiet():
-        shift2 = S.shift_second_moment(rel_x, rel_y, S.N_BOOT, boot_rng)
-        stat, pval, stat_name = S.spline_statistic(released, shift2.T.ravel(), mode)
+        test = S.spline_test(released, rel_x, rel_y, design, mode, boot_rng)
+    stat, pval, stat_name = test.statistic, test.pvalue, test.name
+    fit_check = {"certified": test.certified, "allowance_share": test.allowance_share,
+                 "intervals": design.intervals, "rich_intervals": design.rich_intervals,
+                 "interactions": design.interactions, "fit_share": eps_fit / eps_test}
 
     # the privacy record: that of gcm.privgcm's spline path, field by field
-    mechanism = S.mechanism_text(d, p, q, k, rel_x.mechanism, info.mechanism, eps_fit, eps_t)
+    mechanism = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
     caveats = []
     if not hardened:
@@ -537,7 +525,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     comp_text = (f" (sequential composition: {', '.join(parts_eps)}, {eps_t:g} for the block "
                  "sums)")
     record = PrivacyRecord(
-        epsilon=eps, mechanism=mechanism, sensitivity=2.0 * p * q,
+        epsilon=eps, mechanism=mechanism, sensitivity=sens,
         noise_scale=info.scale, hardened=hardened, ridge_lambda=None, kernel_sigma=None,
         bounds={"x_bound": tuple(np.asarray(inp.xb, dtype=float).tolist()),
                 "y_bound": tuple(np.asarray(inp.yb, dtype=float).tolist()),
@@ -555,7 +543,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     method += _dask_caption(len(xbl))
     return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
                              method=method, n=n, privacy=record, statistic_name=stat_name,
-                             n_sim=n_sim if c > 1 else None)
+                             n_sim=None, fit_check=fit_check)
 
 
 def _shift_scale(block, zc, zs):

@@ -1,193 +1,310 @@
-"""PrivGCM's released regression: an additive spline fit published with differential privacy.
+"""PrivGCM's released regression: a nested spline fit published with differential privacy.
 
 The transformation -> mechanism -> test path of :func:`privci.privgcm` with
-``regression="spline"`` (the default when z is given):
+``regression="spline"`` (the default when z is given).  Every public choice is made
+by :func:`choose_design` from public numbers only (n, d, epsilon, the number of
+columns of x and y); the proofs are on the documentation's "Released regression" page.
 
-1. **Basis** (public, :func:`spline_basis`).  Each column of z is centred and
-   scaled by public values, t = (z - z_center) / z_scale, clipped to
-   [-T, T] (T = 4), and expanded in the cubic B-splines with interior knots at
-   the standard normal quantiles j / (m + 1), j = 1..m (m = 8, 12 functions per
-   column).  B-splines are non-negative and sum to 1 at every t (a partition of
-   unity), so every row's feature vector phi(z) >= 0 has sum d (the first
-   function of every column after the first is dropped: the constants are
-   already in the span, and the span is unchanged).
-2. **Released fit** (:func:`release_fit`).  The rows are split by a
-   data-independent random partition into halves A and B.  On A the
-   sufficient statistics of the least-squares fit of the scaled x on phi(z),
-   G_A = sum phi phi^T (upper triangle) and b_A = sum x phi, are released with
-   Laplace noise; on B the same for y.  Replacing one row changes the upper
-   triangle of G by at most d^2 + d in L1 (each row's part is non-negative
-   with sum ((sum phi)^2 + sum phi^2) / 2 <= (d^2 + d) / 2) and b by at most
-   2 d per column of x (|x| <= 1).  ``GRAM_SHARE`` of the fit's epsilon goes to
-   G, the rest to b; a row lies in A or in B, so the two releases together are
-   epsilon_fit-DP (parallel composition).  The coefficients are the solution
-   of the released normal equations with the eigenvalues of the released G
-   floored at ``FLOOR`` times the Laplace scale times sqrt(p) (post-processing).
-3. **Residual products** (:func:`residual_products`).  With the fit public,
-   r_x = clip(x - clip(phi^T beta_x, -1, 1), -1, 1) and likewise r_y, so each
-   product lies in [-1, 1] and replacing one row moves only its own product:
-   the L1 sensitivity of the products (and of any vector of disjoint block
-   sums) is 2 per pair of columns, whatever the regression.
-4. **Test** (:func:`spline_statistic`).  The noisy block sums of a second
-   data-independent partition (Laplace(2 / epsilon_test) per sum) give
-   S = sum of the sums; the fit's own noise shifts all products together by
-   about n <e_x, e_y>, which the between-block variance does not see, so its
-   second moment V is estimated by a parametric bootstrap from the released
-   statistics and public noise scales (post-processing), and
-   t = S / sqrt(k var(block sums) + V) is referred to t with k - 1 degrees of
-   freedom.  Several columns: Bonferroni over the pairs.
+1. **Basis** (public, :class:`Design`).  Each column of z is centred and scaled by
+   public (or privately released) values, t = (z - z_center) / z_scale, clipped to
+   [-4, 4], and expanded in cubic B-splines on *uniform* knots over [-4, 4] (the
+   **rich** basis has ``2 * intervals`` intervals per column).  With 2 to 4 columns
+   the basis also holds two multilinear interaction blocks (products of hat functions
+   of every column, on the boxes [-2, 2]^d and [-4, 4]^d: they span z_1 z_2,
+   z_1 z_2 z_3, ...).  Every block is a partition of unity quantised to the grid
+   2^-16 with its integer sum at most 2^16, so every row's feature vector is
+   non-negative with L1 norm at most s = the number of blocks, *exactly*.
+2. **Released fit** (:func:`release_fits`).  The rows are split by a data-independent
+   partition into halves A and B.  On A the sufficient statistics of the regression
+   of the scaled x on the rich basis, G_A = sum phi phi^T (upper triangle) and
+   b_A = sum x phi, get Laplace noise; on B the same for y.  Replacing one row changes
+   the upper triangle of G by at most s^2 + s in L1 and b by at most 2 s per column
+   (|x| <= 1).  All sums are exact (fixed-point integers), so the bounds hold in
+   floating point; beyond 2^21 rows the float conversion's rounding is added to the
+   stated sensitivity.  A row lies in A or in B: parallel composition.
+3. **Two fits from one release** (post-processing, :func:`fit_coefficients`).  The
+   *test* fit uses the coarser nested basis (``intervals`` per column; its Gram
+   matrix is A^T G A with the knot-insertion matrix A), penalised towards a
+   per-column linear function (second differences, P-spline) with weight
+   lambda = the Gram noise scale times sqrt(p); the *rich* fit uses the full basis
+   with no penalty.  Both floor the eigenvalues of the penalised Gram matrix at
+   lambda.
+4. **Residual products** (:func:`partition_block_sums`).  With the test fit public,
+   r_x = clip(x - clip(phi^T beta_x, -1, 1), -1, 1), likewise r_y; each product lies
+   in [-1, 1], so the block sums of a second data-independent partition have L1
+   sensitivity 2 per pair of columns, whatever the fit.  Laplace noise.
+5. **Test** (:func:`spline_test`).  S = the sum of the k noisy block sums,
+   t = S / sqrt(k var(block sums) + V + B^2) on k - 1 degrees of freedom, where V is
+   the parametric-bootstrap second moment of the shift that the fits' noise puts on
+   every product, and B = |(rich_x - test_x)^T G (rich_y - test_y)| is the **bias
+   allowance**: the nested fits' estimate of the covariance of the test fits' errors,
+   which the GCM statistic would otherwise count as dependence.  A variance share of
+   B^2 above one half flags the fit as not certified (the p-value is then dominated by
+   the allowance, hence conservative) and the result says so.
 
 Everything is epsilon_fit + epsilon_test = epsilon-DP by sequential composition.
-The proofs are written out on the documentation's "Released regression" page.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from .mechanisms import laplace_mechanism
 
-__all__ = ["spline_basis", "n_basis", "gram_sensitivity", "cross_sensitivity", "release_fit",
-           "release_sums", "mechanism_text", "ADDITIVE_CAVEAT",
-           "residuals", "shift_second_moment", "spline_statistic", "SPLINE_KNOTS", "SPLINE_RANGE",
-           "FIT_SHARE", "GRAM_SHARE", "FLOOR", "N_BOOT"]
+__all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_BITS",
+           "GRAM_SHARE", "N_BOOT", "K_BLOCKS", "gram_sensitivity", "cross_sensitivity",
+           "partition_stats", "release_fits", "fit_coefficients", "partition_block_sums",
+           "release_block_sums", "spline_test", "mechanism_text", "ADDITIVE_CAVEAT",
+           "FitRelease", "SplineTest"]
 
-SPLINE_KNOTS = 8        # interior knots per column of z
-SPLINE_RANGE = 4.0      # t = (z - centre) / scale is clipped to [-4, 4]
-SPLINE_DEGREE = 3
-FIT_SHARE = 0.9         # of the test's epsilon, for the released regression
-GRAM_SHARE = 0.8        # of the fit's epsilon, for the Gram matrices
-FLOOR = 2.0             # eigenvalue floor, in units of Laplace scale * sqrt(p)
-N_BOOT = 100            # parametric-bootstrap draws for the fit's shift
-
-
-def _knots(m=SPLINE_KNOTS, T=SPLINE_RANGE, deg=SPLINE_DEGREE):
-    from scipy.stats import norm
-    inner = norm.ppf(np.arange(1, m + 1) / (m + 1))
-    return np.r_[[-T] * (deg + 1), inner, [T] * (deg + 1)]
-
-
-def n_basis(d, m=SPLINE_KNOTS):
-    """Number of features for d columns of z: (m + 4) + (d - 1)(m + 3)."""
-    per = m + SPLINE_DEGREE + 1
-    return per + (d - 1) * (per - 1)
+SPLINE_RANGE = 4.0        # t = (z - centre) / scale is clipped to [-4, 4]
+INTERACTION_BOX = 2.0     # the test basis' multilinear block lives on [-2, 2]^d
+MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
+SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
+GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
+N_BOOT = 100              # parametric-bootstrap draws for the fits' shift
+K_BLOCKS = 20             # noisy block sums of the test
+CERTIFY_SHARE = 0.5       # allowance share of the variance above which the fit is flagged
+INTERVAL_CHOICES = (2, 4, 8, 16)      # test-basis intervals per column (rich: twice)
+FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+SNR = 4.0                 # a basis function is kept resolvable when m E[B^2] >= SNR * lambda
+CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
+_ONE = 1 << SCALE_BITS
+_EXACT_ROWS = 1 << 21     # sums of values in [-1, 1] on the grid 2^-32 stay exact below this
 
 
-def spline_basis(t):
-    """Additive cubic B-spline features of centred, scaled z (n, d) -> (n, p), non-negative.
+def gram_sensitivity(s):
+    """L1 sensitivity of the upper triangle of sum phi phi^T for s blocks: s^2 + s."""
+    return float(s * s + s)
 
-    Each row's features sum to d (at most): a partition of unity per column, with the
-    first function of columns 2..d dropped.  Non-finite values are mapped into
-    [-T, T] (a NaN to 0) before the basis, so every row gets a valid feature vector.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> B = spline_basis(np.array([[0.0, 1.0], [-9.0, 2.5]]))
-    >>> B.shape, np.allclose(B.sum(axis=1), 2.0), bool((B >= 0).all())
-    ((2, 23), True, True)
-    """
+def cross_sensitivity(s, cols):
+    """L1 sensitivity of sum u phi^T for ``cols`` columns of u in [-1, 1]: 2 s cols."""
+    return float(2 * s * cols)
+
+
+# --------------------------------------------------------------------------- the basis
+
+def _knots(intervals):
+    T = SPLINE_RANGE
+    inner = np.linspace(-T, T, intervals + 1)[1:-1]
+    return np.r_[[-T] * 4, inner, [T] * 4]
+
+
+def _bspline_values(t, intervals):
+    """Cubic B-splines on uniform knots over [-T, T] at t (already in [-T, T]): (m, I + 3)."""
     from scipy.interpolate import BSpline
-    t = np.asarray(t, dtype=np.float64)
-    t = np.clip(np.nan_to_num(t, nan=0.0, posinf=SPLINE_RANGE, neginf=-SPLINE_RANGE),
-                -SPLINE_RANGE, SPLINE_RANGE)
-    kn = _knots()
-    cols = []
+    return BSpline.design_matrix(np.ascontiguousarray(t), _knots(intervals), 3).toarray()
+
+
+def _quantise_block(v):
+    """Non-negative values whose rows sum to ~1 -> integers >= 0 with row sums <= 2^16."""
+    q = np.floor(np.clip(v, 0.0, 1.0) * _ONE).astype(np.int64)
+    excess = q.sum(axis=1) - _ONE
+    while np.any(excess > 0):          # rounding can only overshoot by a few units
+        rows = np.nonzero(excess > 0)[0]
+        j = np.argmax(q[rows], axis=1)
+        q[rows, j] -= 1
+        excess[rows] -= 1
+    return q
+
+
+def _multilinear(t, box):
+    s = np.clip(t / box, -1.0, 1.0)
+    out = np.ones((t.shape[0], 1))
     for j in range(t.shape[1]):
-        B = BSpline.design_matrix(np.ascontiguousarray(t[:, j]), kn, SPLINE_DEGREE).toarray()
-        cols.append(B if j == 0 else B[:, 1:])
-    out = np.concatenate(cols, axis=1)
-    return np.clip(out, 0.0, 1.0)
-
-
-def gram_sensitivity(d):
-    """L1 sensitivity of the upper triangle of sum phi phi^T: d^2 + d."""
-    return float(d * d + d)
-
-
-def cross_sensitivity(d, cols):
-    """L1 sensitivity of sum u phi^T for ``cols`` columns of u in [-1, 1]: 2 d cols."""
-    return float(2 * d * cols)
+        h0 = (1.0 - s[:, j]) / 2.0
+        h1 = (1.0 + s[:, j]) / 2.0
+        out = np.concatenate([out * h0[:, None], out * h1[:, None]], axis=1)
+    return out
 
 
 @dataclass(frozen=True)
-class FitRelease:
-    """One released fit: the noisy sufficient statistics, their noise scales, the coefficients."""
+class Design:
+    """The public design of the released regression, fixed before any data is read.
 
-    gram: np.ndarray        # (p, p) symmetric, noisy
-    cross: np.ndarray       # (p, cols), noisy
-    gram_scale: float
-    cross_scale: float
-    coef: np.ndarray        # (p, cols)
-    hardened: bool
-    mechanism: str
-
-
-def _solve(gram, cross, gram_scale):
-    p = gram.shape[0]
-    w, V = np.linalg.eigh(gram)
-    w = np.maximum(w, FLOOR * gram_scale * math.sqrt(p))
-    return V @ ((V.T @ cross) / w[:, None])
-
-
-def release_fit(phi, u, epsilon, rng):
-    """Release (G, b) of rows ``phi`` (m, p), ``u`` (m, cols) with Laplace noise; epsilon-DP.
-
-    ``u`` must lie in [-1, 1] and ``phi`` be a :func:`spline_basis` output for d columns
-    (p = n_basis(d)).  Returns a :class:`FitRelease`.
+    ``intervals`` per column in the test basis (the rich basis has twice as many),
+    ``interactions`` (multilinear blocks), the epsilon split and the block count.
     """
-    p = phi.shape[1]
-    return release_sums((phi.T @ phi)[np.triu_indices(p)], phi.T @ u, phi.shape[0], epsilon,
-                        rng)
+
+    d: int
+    intervals: int
+    interactions: bool
+    eps_fit: float
+    eps_test: float
+    k: int = K_BLOCKS
+    predicted: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def rich_intervals(self):
+        return 2 * self.intervals
+
+    @property
+    def n_blocks(self):
+        """s: the L1 bound of every feature vector (additive columns + interaction blocks)."""
+        return self.d + (2 if self.interactions else 0)
+
+    def n_features(self, rich=True):
+        per = (self.rich_intervals if rich else self.intervals) + 3
+        p = per + (self.d - 1) * (per - 1)
+        if self.interactions:
+            p += (2 if rich else 1) * 2 ** self.d
+        return p
+
+    def features_int(self, t):
+        """Rich-basis features of t (m, d), as integers on the grid 2^-16: (m, p) int64."""
+        if np.shape(t)[0] == 0:
+            return np.zeros((0, self.n_features()), np.int64)
+        t = np.clip(np.nan_to_num(np.asarray(t, dtype=np.float64), nan=0.0,
+                                  posinf=SPLINE_RANGE, neginf=-SPLINE_RANGE),
+                    -SPLINE_RANGE, SPLINE_RANGE)
+        blocks = []
+        for j in range(self.d):
+            q = _quantise_block(_bspline_values(t[:, j], self.rich_intervals))
+            blocks.append(q if j == 0 else q[:, 1:])
+        if self.interactions:
+            blocks.append(_quantise_block(_multilinear(t, INTERACTION_BOX)))
+            blocks.append(_quantise_block(_multilinear(t, SPLINE_RANGE)))
+        return np.concatenate(blocks, axis=1)
+
+    def features(self, t):
+        """Rich-basis features as floats (exact multiples of 2^-16)."""
+        return self.features_int(t) * (1.0 / _ONE)
 
 
-def release_sums(gram_tri, cross, rows, epsilon, rng):
-    """:func:`release_fit` from the summed statistics of ``rows`` rows (a public count).
+@lru_cache(maxsize=64)
+def _insertion(d, intervals, interactions):
+    """Knot insertion: test-basis coefficients -> rich-basis coefficients (p_rich, p_test)."""
+    from scipy.linalg import block_diag
+    g = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 4001)
+    Bf = _bspline_values(g, 2 * intervals)
+    Bc = _bspline_values(g, intervals)
+    A1 = np.linalg.lstsq(Bf, Bc, rcond=None)[0]
+    A1[np.abs(A1) < 1e-12] = 0.0
+    blocks = [A1 if j == 0 else A1[1:, 1:] for j in range(d)]
+    if interactions:
+        blocks.append(np.eye(2 ** d))
+    A = block_diag(*blocks)
+    if interactions:
+        A = np.vstack([A, np.zeros((2 ** d, A.shape[1]))])
+    A.setflags(write=False)
+    return A
 
-    ``gram_tri`` is the upper triangle of sum phi phi^T, ``cross`` = sum phi u^T (p, cols);
-    the Dask path sums them over partitions.  ``GRAM_SHARE`` of ``epsilon`` goes to the
-    Gram matrix (L1 sensitivity d^2 + d), the rest, rounded down, to the cross-products
-    (2 d cols); every entry lies in [-rows, rows].
+
+@lru_cache(maxsize=64)
+def _penalty(d, intervals, interactions, rich):
+    """Second differences of each column's coefficients (null space: linear), ridge 1 on the
+    interaction blocks, plus 1e-3 ridge everywhere (the constants of the blocks)."""
+    from scipy.linalg import block_diag
+    per = intervals + 3
+    blocks = []
+    for j in range(d):
+        m = per if j == 0 else per - 1
+        D = np.diff(np.eye(m), 2, axis=0)
+        blocks.append(D.T @ D)
+    if interactions:
+        blocks.append(np.eye(2 ** d))
+        if rich:
+            blocks.append(np.eye(2 ** d))
+    P = block_diag(*blocks)
+    P = P + 1e-3 * np.eye(P.shape[0])
+    P.setflags(write=False)
+    return P
+
+
+# --------------------------------------------------------------------------- the public rule
+
+@lru_cache(maxsize=256)
+def _reference(d, intervals, interactions):
+    """Per-row reference Gram E[phi phi^T] of the rich basis under z ~ N(0, I) (public)."""
+    rng = np.random.default_rng(20261126)            # a fixed, public reference sample
+    z = rng.standard_normal((8192, d))
+    des = Design(d, intervals, interactions, 1.0, 1.0)
+    phi = des.features(z)
+    G = phi.T @ phi / z.shape[0]
+    return G
+
+
+def _solve(G, b, lam, P):
+    """(G + lam P)^-1 b with the eigenvalues floored at lam (post-processing)."""
+    w, V = np.linalg.eigh(G if P is None else G + lam * P)
+    w = np.maximum(w, lam)
+    return V @ ((V.T @ b) / w[:, None])
+
+
+def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
+    """Predicted noise variance of S (test noise + fit noise, twice for the allowance)."""
+    des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
+    s = des.n_blocks
+    m = max(n // 2, 1)
+    eps_fit = fit_share * eps
+    sg = gram_sensitivity(s) / (GRAM_SHARE * eps_fit)
+    sbx = cross_sensitivity(s, p) / ((1 - GRAM_SHARE) * eps_fit)
+    sby = cross_sensitivity(s, q) / ((1 - GRAM_SHARE) * eps_fit)
+    Gr = m * _reference(d, intervals, interactions)
+    pr = Gr.shape[0]
+    lam = sg * math.sqrt(pr)
+    A = _insertion(d, intervals, interactions)
+    P = _penalty(d, intervals, interactions, False)
+    Gt = A.T @ Gr @ A
+    w, V = np.linalg.eigh(Gt + lam * P)
+    Minv = (V / np.maximum(w, lam)) @ V.T
+    H = Minv @ A.T                                     # b noise -> test coefficients
+    C = 2.0 * Gt @ H @ H.T                             # shift = e_x^T (2 G) e_y
+    fit_var = 2.0 * (2 * sbx ** 2) * (2 * sby ** 2) * float(np.sum(C * C.T))
+    test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
+    # resolvability: the weakest central test-basis function against the penalty weight
+    grid = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 801)
+    At = _bspline_values(grid, intervals)
+    dens = np.exp(-0.5 * grid ** 2) / math.sqrt(2 * math.pi)
+    kv = _knots(intervals)
+    centre = (kv[:-4] + kv[4:]) / 2                    # support midpoints
+    mass = (At ** 2 * dens[:, None]).sum(axis=0) * (2 * SPLINE_RANGE / 800)
+    central = np.abs(centre) <= 2.0
+    resolvable = m * float(mass[central].min()) >= SNR * lam
+    return test_var, fit_var, resolvable
+
+
+def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
+    """The public rule: basis resolution, interactions and the fit/test split.
+
+    For every fit share f in ``FIT_SHARES`` the test-basis resolution is the largest
+    ``intervals`` in ``INTERVAL_CHOICES`` whose weakest central basis function is
+    resolvable above the penalty (m E[B_j(Z)^2] >= SNR * lambda for Z ~ N(0, 1), the
+    scale z is put on); the share is the one minimising the predicted noise variance
+    of S (the test's block noise plus twice the fit's shift variance, computed on the
+    public reference Gram).  Interactions are fitted for 2 <= d <= 4.
+
+    Examples
+    --------
+    >>> des = choose_design(10_000, 1, 1, 1, 7.0)
+    >>> des.intervals in INTERVAL_CHOICES, 0 < des.eps_fit < 7.0
+    (True, True)
     """
-    cross = np.asarray(cross, dtype=np.float64)
-    p, cols = cross.shape
-    d = _d_from_p(p)
-    iu = np.triu_indices(p)
-    m = max(int(rows), 1)
-    eps_g = GRAM_SHARE * epsilon
-    eps_b = _rest(epsilon, eps_g)
-    Gn, info_g = laplace_mechanism(np.asarray(gram_tri, dtype=np.float64), gram_sensitivity(d),
-                                   eps_g, rng, value_bound=float(m))
-    bn, info_b = laplace_mechanism(cross, cross_sensitivity(d, cols), eps_b, rng,
-                                   value_bound=float(m))
-    gram = np.zeros((p, p))
-    gram[iu] = Gn
-    gram = gram + np.triu(gram, 1).T
-    coef = _solve(gram, bn, info_g.scale)
-    return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
-                      coef=coef, hardened=info_g.hardened and info_b.hardened,
-                      mechanism=info_g.mechanism)
-
-
-def mechanism_text(d, p, q, k, fit_mechanism, noise_mechanism, eps_fit, eps_t):
-    """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
-    fit = (f"released additive cubic-spline regression ({n_basis(d)} features for {d} "
-           f"column(s) of z; rows split into two halves by a data-independent partition, x "
-           f"fitted on one and y on the other; {fit_mechanism} on the Gram matrices "
-           f"(L1 sensitivity {gram_sensitivity(d):g}) and cross-products (L1 sensitivity "
-           f"{cross_sensitivity(d, max(p, q)):g}), epsilon {eps_fit:g})")
-    return (f"{fit}; {noise_mechanism} on {k} block sums of the residual products clipped to "
-            f"[-1, 1] (L1 sensitivity {2 * p * q:g}, epsilon {eps_t:g})")
-
-
-ADDITIVE_CAVEAT = ("the released regression is additive in the columns of z (cubic splines "
-                   "on (z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
-                   "scale (z_center, z_scale) and interactions between columns of z are not "
-                   "fitted; the level was measured on the designs in the documentation, not "
-                   "proved.")
+    interactions = 2 <= d <= MAX_INTERACTION_D
+    best = None
+    for f in FIT_SHARES:
+        chosen = None
+        for intervals in INTERVAL_CHOICES:
+            tv, fv, ok = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k)
+            if ok or chosen is None:
+                chosen = (intervals, tv, fv)
+            if not ok:
+                break
+        intervals, tv, fv = chosen
+        total = tv + fv
+        if best is None or total < best[0]:
+            best = (total, f, intervals, tv, fv)
+    total, f, intervals, tv, fv = best
+    eps_fit = f * epsilon
+    eps_test = _rest(epsilon, eps_fit)
+    return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
+                  eps_test=eps_test, k=k,
+                  predicted={"fit_share": f, "test_noise_var": tv, "fit_noise_var": fv})
 
 
 def _rest(total, spent):
@@ -199,60 +316,224 @@ def _rest(total, spent):
     return r
 
 
-def _d_from_p(p, m=SPLINE_KNOTS):
-    per = m + SPLINE_DEGREE + 1
-    d = 1 + (p - per) // (per - 1)
-    if n_basis(d, m) != p:
-        raise ValueError(f"not a spline basis width: p = {p}")
-    return d
+# --------------------------------------------------------------------------- row passes
+
+def _quantise_u(U):
+    """Scaled x, y in [-1, 1] -> the grid 2^-16 (towards zero, so |u| <= 1 stays exact)."""
+    return np.trunc(np.clip(np.nan_to_num(U), -1.0, 1.0) * _ONE) * (1.0 / _ONE)
 
 
-def residuals(u, phi, coef):
-    """clip(u - clip(phi coef, -1, 1), -1, 1): every residual in [-1, 1]."""
-    pred = np.clip(np.nan_to_num(phi @ coef), -1.0, 1.0)
-    return np.clip(u - pred, -1.0, 1.0)
+def _exact_sum(parts):
+    """Sum float arrays that are exact multiples of 2^-32 (< 2^21 in size): int64 exactly."""
+    out = None
+    for a in parts:
+        v = np.rint(np.asarray(a) * float(1 << (2 * SCALE_BITS))).astype(np.int64)
+        out = v if out is None else out + v
+    return out
 
 
-def shift_second_moment(rel_x, rel_y, n_boot, rng):
-    """Parametric-bootstrap E[(n <e_x, e_y>)^2] of the fits' common shift, per (x, y) pair.
+def partition_stats(t, U, half, design, p):
+    """Pass 1 over rows: exact fixed-point sums of the fit's statistics.
 
-    Treats the released statistics as the truth, draws fresh Laplace noise with the
-    public scales, refits, and evaluates delta_x^T (G_A + G_B) delta_y.  Post-processing:
-    uses only released values and public scales.  Returns (p_cols, q_cols).
+    ``t`` (m, d) centred and scaled z, ``U`` (m, p + q) the clipped, scaled x and y,
+    ``half`` (m,) True for rows of half A.  Returns int64 arrays (units 2^-32):
+    G_A (upper triangle), b_A (p_rich, p) over half A with the x columns, and G_B, b_B
+    over half B with the y columns.  Memory O(CHUNK * p_rich).
     """
-    gfull = rel_x.gram + rel_y.gram
-    p = gfull.shape[0]
-    iu = np.triu_indices(p)
-    acc = np.zeros((rel_x.coef.shape[1], rel_y.coef.shape[1]))
+    pr = design.n_features()
+    iu = np.triu_indices(pr)
+    q = U.shape[1] - p
+    acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
+           np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
+    m = t.shape[0]
+    step = min(CHUNK, _EXACT_ROWS)
+    for a in range(0, m, step):
+        sl = slice(a, min(a + step, m))
+        phi = design.features(t[sl])
+        u = _quantise_u(U[sl])
+        h = np.asarray(half[sl], dtype=bool)
+        for g, (rows, cols) in enumerate(((h, slice(0, p)), (~h, slice(p, p + q)))):
+            ph = phi[rows]
+            acc[2 * g] += _exact_sum([(ph.T @ ph)[iu]])
+            acc[2 * g + 1] += _exact_sum([ph.T @ u[rows, cols]])
+    return tuple(acc)
 
-    def redraw(rel):
-        E = np.zeros((p, p))
+
+def _to_float(a):
+    return np.asarray(a, dtype=np.float64) * (1.0 / float(1 << (2 * SCALE_BITS)))
+
+
+def _conversion_slack(rows, entries):
+    """L1 slack of converting exact sums (|entry| <= rows) to float64: 0 below 2^21 rows."""
+    if rows < _EXACT_ROWS:
+        return 0.0
+    ulp = 2.0 ** (math.floor(math.log2(rows)) + 1 - 52)
+    return float(entries) * ulp
+
+
+@dataclass(frozen=True)
+class FitRelease:
+    """One released fit: noisy statistics, their public noise scales and sensitivities."""
+
+    gram: np.ndarray        # (p_rich, p_rich) symmetric, noisy
+    cross: np.ndarray       # (p_rich, cols), noisy
+    gram_scale: float
+    cross_scale: float
+    gram_sensitivity: float
+    cross_sensitivity: float
+    gram_epsilon: float
+    cross_epsilon: float
+    hardened: bool
+    mechanism: str
+
+
+def _release_one(g_int, b_int, rows, design, rng):
+    pr = design.n_features()
+    s = design.n_blocks
+    iu = np.triu_indices(pr)
+    cols = b_int.shape[1]
+    m = max(int(rows), 1)
+    eps_g = GRAM_SHARE * design.eps_fit
+    eps_b = _rest(design.eps_fit, eps_g)
+    sens_g = gram_sensitivity(s) + _conversion_slack(m, iu[0].size)
+    sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
+    Gn, info_g = laplace_mechanism(_to_float(g_int), sens_g, eps_g, rng, value_bound=float(m))
+    bn, info_b = laplace_mechanism(_to_float(b_int), sens_b, eps_b, rng, value_bound=float(m))
+    gram = np.zeros((pr, pr))
+    gram[iu] = Gn
+    gram = gram + np.triu(gram, 1).T
+    return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
+                      gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
+                      cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
+                      mechanism=info_g.mechanism)
+
+
+def release_fits(stats, rows, design, rng):
+    """Release the x fit's statistics (half A) and the y fit's (half B): (rel_x, rel_y).
+
+    ``stats`` from :func:`partition_stats` (summed over partitions), ``rows`` = the
+    public sizes of the halves.  Each half's release is epsilon_fit-DP (GRAM_SHARE of it
+    on G, the rest, rounded down, on b); the halves are disjoint (parallel composition).
+    """
+    g_a, b_a, g_b, b_b = stats
+    rel_x = _release_one(g_a, b_a, rows[0], design, rng)
+    rel_y = _release_one(g_b, b_b, rows[1], design, rng)
+    return rel_x, rel_y
+
+
+def _lam(design, rel):
+    return rel.gram_scale * math.sqrt(design.n_features())
+
+
+def fit_coefficients(rel, design, rich=False, gram=None, cross=None):
+    """Coefficients (in rich-basis coordinates) of the test fit or, ``rich=True``, the rich fit."""
+    G = rel.gram if gram is None else gram
+    b = rel.cross if cross is None else cross
+    lam = _lam(design, rel)
+    if rich:
+        return _solve(G, b, lam, None)
+    A = _insertion(design.d, design.intervals, design.interactions)
+    P = _penalty(design.d, design.intervals, design.interactions, False)
+    return A @ _solve(A.T @ G @ A, A.T @ b, lam, P)
+
+
+def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
+    """Pass 2 over rows: exact block sums of the clipped residual products (int64, 2^-32).
+
+    Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].
+    """
+    q = U.shape[1] - p
+    out = np.zeros((k, p * q), np.int64)
+    m = t.shape[0]
+    step = min(CHUNK, _EXACT_ROWS)
+    for a in range(0, m, step):
+        sl = slice(a, min(a + step, m))
+        phi = design.features(t[sl])
+        u = _quantise_u(U[sl])
+        rx = np.clip(u[:, :p] - np.clip(np.nan_to_num(phi @ coef_x), -1.0, 1.0), -1.0, 1.0)
+        ry = np.clip(u[:, p:] - np.clip(np.nan_to_num(phi @ coef_y), -1.0, 1.0), -1.0, 1.0)
+        prod = (rx[:, :, None] * ry[:, None, :]).transpose(0, 2, 1).reshape(len(rx), p * q)
+        scale = float(1 << (2 * SCALE_BITS))
+        qp = np.trunc(np.clip(prod, -1.0, 1.0) * scale).astype(np.int64)
+        lab = np.asarray(labels[sl], dtype=np.int64)
+        for c in range(p * q):
+            # each |value| <= 2^32 and a chunk has <= 2^16 rows: float sums are exact
+            out[:, c] += np.bincount(lab, weights=qp[:, c].astype(np.float64),
+                                     minlength=k).astype(np.int64)
+    return out
+
+
+def release_block_sums(sums_int, n, design, p, q, rng):
+    """Laplace noise on the k block sums (L1 sensitivity 2 per pair, plus conversion slack)."""
+    from ._private import block_counts
+    counts = block_counts(n, design.k)
+    rows = int(counts.max())
+    sens = 2.0 * p * q + _conversion_slack(rows, design.k * p * q)
+    released, info = laplace_mechanism(_to_float(sums_int), sens, design.eps_test, rng,
+                                       value_bound=float(rows))
+    return released, info, sens
+
+
+# --------------------------------------------------------------------------- the test
+
+@dataclass(frozen=True)
+class SplineTest:
+    statistic: float
+    pvalue: float
+    name: str
+    allowance_share: float       # largest B^2 / (k var + V + B^2) over the pairs
+    certified: bool
+
+
+def _shift_and_allowance(rel_x, rel_y, design, n_boot, rng):
+    """Parametric-bootstrap E[(e_x^T G e_y)^2] and the allowance B, per (x, y) pair."""
+    gfull = rel_x.gram + rel_y.gram
+    pr = gfull.shape[0]
+    iu = np.triu_indices(pr)
+    bx = fit_coefficients(rel_x, design)
+    by = fit_coefficients(rel_y, design)
+    acc = np.zeros((bx.shape[1], by.shape[1]))
+
+    def redraw(rel, beta):
+        E = np.zeros((pr, pr))
         E[iu] = rng.laplace(0.0, rel.gram_scale, iu[0].size)
         E = E + np.triu(E, 1).T
         b = rel.cross + rng.laplace(0.0, rel.cross_scale, rel.cross.shape)
-        return _solve(rel.gram + E, b, rel.gram_scale) - rel.coef
+        return fit_coefficients(rel, design, gram=rel.gram + E, cross=b) - beta
 
     for _ in range(n_boot):
-        dx = redraw(rel_x)
-        dy = redraw(rel_y)
+        dx = redraw(rel_x, bx)
+        dy = redraw(rel_y, by)
         acc += (dx.T @ gfull @ dy) ** 2
-    return acc / n_boot
+    shift2 = acc / n_boot
+    w, V = np.linalg.eigh(gfull)
+    w = np.maximum(w, _lam(design, rel_x) + _lam(design, rel_y))
+    Gp = (V * w) @ V.T
+    Dx = fit_coefficients(rel_x, design, rich=True) - bx
+    Dy = fit_coefficients(rel_y, design, rich=True) - by
+    allowance = np.abs(Dx.T @ Gp @ Dy)
+    return shift2, allowance
 
 
-def spline_statistic(sums, shift2, mode):
-    """Statistic and p-value from noisy block sums (k, pq) and shift second moments (pq,).
+def spline_test(released, rel_x, rel_y, design, mode, rng, n_boot=N_BOOT):
+    """Statistic, p-value and fit check from released values only (post-processing).
 
-    Per pair: t = S / sqrt(k var(sums) + V), S the sum of the k noisy sums, referred to
-    t with k - 1 degrees of freedom; several pairs: the largest |t| (or t) with a
-    Bonferroni p-value.  Returns (statistic, pvalue, statistic_name).
+    Per pair: t = S / sqrt(k var(sums) + V + B^2) on k - 1 degrees of freedom; several
+    pairs: the largest |t| (or t) with a Bonferroni p-value.
     """
     from ._private import _t_sf
-    k, c = sums.shape
-    S = sums.sum(axis=0)
-    var = k * np.var(sums, axis=0, ddof=1) + np.maximum(shift2, 0.0)
+    shift2, allowance = _shift_and_allowance(rel_x, rel_y, design, n_boot, rng)
+    shift2 = shift2.T.ravel()            # x index fastest, as the products
+    allow2 = (allowance.T.ravel()) ** 2
+    k, c = released.shape
+    S = released.sum(axis=0)
+    block_var = k * np.var(released, axis=0, ddof=1)
+    var = block_var + np.maximum(shift2, 0.0) + allow2
+    share = float(np.max(np.where(var > 0, allow2 / np.where(var > 0, var, 1.0), 0.0)))
+    certified = share <= CERTIFY_SHARE
     stats_ = np.where(var > 0, S / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
     if not np.all(np.isfinite(stats_)):
-        return math.nan, math.nan, "t"
+        return SplineTest(math.nan, math.nan, "t", share, certified)
     if mode == 0:
         ps = [min(1.0, 2.0 * _t_sf(abs(t), k - 1)) for t in stats_]
         j = int(np.argmax(np.abs(stats_)))
@@ -262,5 +543,33 @@ def spline_statistic(sums, shift2, mode):
     else:
         ps = [_t_sf(-t, k - 1) for t in stats_]
         j = int(np.argmin(stats_))
-    p = min(1.0, c * min(ps))
-    return float(stats_[j]), float(p), ("t" if c == 1 else "max t (Bonferroni)")
+    pval = min(1.0, c * min(ps))
+    return SplineTest(float(stats_[j]), float(pval), "t" if c == 1 else "max t (Bonferroni)",
+                      share, certified)
+
+
+def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity):
+    """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
+    inter = (", with multilinear interaction blocks on [-2, 2]^d and [-4, 4]^d"
+             if design.interactions else "")
+    fit = (f"released nested cubic-spline regression (uniform knots, {design.rich_intervals} "
+           f"intervals per column of z, {design.n_features()} features for {design.d} "
+           f"column(s){inter}; rows split into two halves by a data-independent partition, "
+           f"x fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
+           f"(L1 sensitivity {rel_x.gram_sensitivity:g}, epsilon {rel_x.gram_epsilon:g}) and "
+           f"on the cross-products (L1 sensitivity {rel_x.cross_sensitivity:g} for x, "
+           f"{rel_y.cross_sensitivity:g} for y, epsilon {rel_x.cross_epsilon:g}); "
+           f"epsilon {design.eps_fit:g} in all by parallel composition over the halves)")
+    return (f"{fit}; {noise_mechanism} on {design.k} block sums of the residual products "
+            f"clipped to [-1, 1] (L1 sensitivity {sums_sensitivity:g}, epsilon "
+            f"{design.eps_test:g})")
+
+
+ADDITIVE_CAVEAT = ("the released regression is additive in the columns of z, with "
+                   "multilinear interactions only for 2 to 4 columns (cubic splines on "
+                   "(z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
+                   "scale (z_center, z_scale); a nested rich fit carries the test fit's "
+                   "estimated bias as an allowance in the variance, but what neither fit "
+                   "can represent (higher-order interactions for 5 or more columns) is not "
+                   "covered; the level was measured on the designs in the documentation, "
+                   "not proved.")

@@ -569,33 +569,25 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode):
     """The released-regression path of privgcm (see :mod:`privci._spline`)."""
     from . import _spline as S
     p, q, n = inp.p, inp.q, inp.n
-    eps_fit = S.FIT_SHARE * eps_test
-    eps_t = _remaining_budget(eps_test, eps_fit)
+    design = S.choose_design(n, inp.za.shape[1], p, q, eps_test, k)
     with quiet():
         U, xc, yc, centre_info = inp.scaled(centre_noise)
-        phi = S.spline_basis(inp.za)
         half = block_labels(n, 2, new_entropy(user_rng)) == 0
-        rel_x = S.release_fit(phi[half], U[half, :p], eps_fit, user_rng)
-        rel_y = S.release_fit(phi[~half], U[~half, p:], eps_fit, user_rng)
-        rx = S.residuals(U[:, :p], phi, rel_x.coef)
-        ry = S.residuals(U[:, p:], phi, rel_y.coef)
-        del U, phi, half
-        prod = _kernels.residual_products(np.ascontiguousarray(rx), np.ascontiguousarray(ry))
-        del rx, ry
+        stats = S.partition_stats(inp.za, U, half, design, p)
+        del half
+        rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, user_rng)
+        coef_x = S.fit_coefficients(rel_x, design)
+        coef_y = S.fit_coefficients(rel_y, design)
         labels = block_labels(n, k, new_entropy(user_rng))
-        sums = block_sums(prod, labels, k)
-        del prod, labels
-    counts = block_counts(n, k)
-    released, info = laplace_mechanism(sums, 2.0 * p * q, eps_t, user_rng,
-                                       value_bound=float(counts.max()))
+        sums = S.partition_block_sums(inp.za, U, labels, design, coef_x, coef_y, p, k)
+        del U, labels
+    released, info, sens = S.release_block_sums(sums, n, design, p, q, user_rng)
     boot_rng = user_rng if user_rng is not None else np.random.default_rng()
     with quiet():
-        shift2 = S.shift_second_moment(rel_x, rel_y, S.N_BOOT, boot_rng)
-        stat, pval, name = S.spline_statistic(released, shift2.T.ravel(), mode)
-    mech = S.mechanism_text(inp.za.shape[1], p, q, k, rel_x.mechanism, info.mechanism, eps_fit,
-                            eps_t)
+        test = S.spline_test(released, rel_x, rel_y, design, mode, boot_rng)
+    mech = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
-    return stat, pval, name, info, centre_info, xc, yc, mech, hardened, eps_fit, eps_t
+    return test, info, centre_info, xc, yc, mech, hardened, design, sens
 
 
 @accepts_data_frames
@@ -892,9 +884,15 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                           ("y_bound", "yb")):
             if auto_params.get(key) is not None:
                 setattr(inp, attr, np.asarray(auto_params[key], dtype=np.float64))
+    fit_check = None
     if spline:
-        (stat, pval, stat_name, info, centre_info, xc_used, yc_used, spline_mech, hardened,
-         eps_fit, eps_t) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode)
+        (test, info, centre_info, xc_used, yc_used, spline_mech, hardened,
+         design, spline_sens) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode)
+        stat, pval, stat_name = test.statistic, test.pvalue, test.name
+        eps_fit, eps_t = design.eps_fit, design.eps_test
+        fit_check = {"certified": test.certified, "allowance_share": test.allowance_share,
+                     "intervals": design.intervals, "rich_intervals": design.rich_intervals,
+                     "interactions": design.interactions, "fit_share": eps_fit / eps_test}
         caveats = []
         rp = None
     else:
@@ -965,7 +963,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     covered = inp.grid is None
     if spline:
         xb, yb, xcu, ycu = inp.xb, inp.yb, np.asarray(xc_used), np.asarray(yc_used)
-        sens, lam, ksig, kind = 2.0 * inp.p * inp.q, None, None, "released spline fit"
+        sens, lam, ksig, kind = spline_sens, None, None, "released spline fit"
         hard = hardened
     else:
         xb, yb, xcu, ycu = rp.x_bound, rp.y_bound, rp.x_center, rp.y_center
@@ -1003,4 +1001,5 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         method += f", {k} noisy block sums"
     return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
                              method=method, n=inp.n, privacy=record, statistic_name=stat_name,
-                             n_sim=n_sim if prod_cols > 1 else None)
+                             n_sim=n_sim if (prod_cols > 1 and not spline) else None,
+                             fit_check=fit_check)

@@ -145,9 +145,20 @@ class PrivateTestResult(_ReprMixin):
     n_resamples: Optional[int] = None
     n_sim: Optional[int] = None
     data_name: Optional[str] = None
+    fit_check: Optional[dict] = field(default=None, compare=False)
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
+
+    @property
+    def fit_certified(self):
+        """False when the released regression's bias allowance dominates the variance.
+
+        Then the p-value is conservative (the allowance, not the data, decides it) and
+        a small p-value should not be expected even under dependence.  None when the
+        test has no released regression.
+        """
+        return None if self.fit_check is None else bool(self.fit_check["certified"])
 
     def __repr__(self):
         head = (f"{type(self).__name__}(\n    statistic={_fmt(self.statistic)},"
@@ -166,6 +177,16 @@ class PrivateTestResult(_ReprMixin):
             priv += f"\n    budget: {p.composition}"
         for c in p.caveats:
             priv += f"\n    caveat: {c}"
+        fc = self.fit_check
+        if fc is not None:
+            share = fc["allowance_share"]
+            verdict = ("certified" if fc["certified"] else
+                       "NOT certified: the bias allowance dominates, so the p-value is "
+                       "conservative")
+            head += (f"\n    fit check: {verdict} (bias allowance {100 * share:.0f}% of the "
+                     f"variance; {fc['intervals']} spline intervals per column, nested rich "
+                     f"fit {fc['rich_intervals']}, interactions "
+                     f"{'yes' if fc['interactions'] else 'no'})")
         return head + priv + "\n)"
 
 

@@ -1,0 +1,217 @@
+# %% [markdown]
+# # Level stress grid for PrivGCM's default (issue 23)
+#
+# Null designs (X independent of Y given Z) from classes nobody tuned on: additive
+# confounding through 1-20 columns, products of two and three columns, E[X | Z]
+# oscillating 1-4 times, Z in raw units, skewed and heavy-tailed Z, discrete and binary
+# Z, binary X, skewed heteroscedastic noise, and d = 7 at n = 1000.  Each cell runs the
+# default `privci.privgcm` with public parameters (4-sd bounds around the design's
+# centres, the design's public z centre and scale) or all-"auto", seeded numpy noise,
+# and reports the rejection rate at alpha = 0.05 with its 95% Wilson interval and the
+# share of results whose fit check was "not certified".
+#
+#     python vignettes/level_stress.py --reps 500               # the full grid (hours)
+#     python vignettes/level_stress.py --quick                  # CI smoke run
+#     python vignettes/level_stress.py --classes product2 osc3 --n 10000 --eps 2 7 100
+#
+# Writes `results/level_stress.csv` (one row per cell) and prints a markdown table.
+
+# %%
+import os
+for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse
+import csv
+import math
+import multiprocessing as mp
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+FUN = (np.sin, np.tanh, lambda v: v, lambda v: v ** 2 - 1, np.cos, lambda v: np.abs(v) - 0.8)
+
+
+def additive(d):
+    def draw(n, rng, beta):
+        z = rng.normal(size=(n, d))
+        fx = sum(FUN[j % 6](z[:, j]) for j in range(d)) / math.sqrt(d)
+        fy = sum(FUN[(j + 2) % 6](z[:, j]) for j in range(d)) / math.sqrt(d)
+        return z, fx, fy, None
+    return draw
+
+
+def product(d):
+    def draw(n, rng, beta):
+        z = rng.normal(size=(n, d))
+        f = np.prod(z, axis=1)
+        return z, f, f + 0.5 * z[:, 0], None
+    return draw
+
+
+def oscillating(c):
+    def draw(n, rng, beta):
+        z = rng.normal(size=(n, 1))
+        w = 2 * np.pi * c * z[:, 0] / 4.0
+        return z, np.sin(w), np.sin(w + 0.5), None
+    return draw
+
+
+def raw_units(n, rng, beta):
+    z = 100 + 15 * rng.normal(size=(n, 2))
+    s = (z - 100) / 15
+    return z, np.sin(s[:, 0]) + s[:, 1], np.cos(s[:, 0]) + s[:, 1] ** 2, (100.0, 15.0)
+
+
+def skewed_z(n, rng, beta):
+    z = rng.exponential(size=(n, 2)) - 1.0
+    return z, np.tanh(z[:, 0]) + z[:, 1], z[:, 0] ** 2 / 2 - z[:, 1], (0.0, 1.0)
+
+
+def heavy_z(n, rng, beta):
+    z = rng.standard_t(3, size=(n, 1))
+    return z, np.sin(z[:, 0]), np.tanh(z[:, 0]), (0.0, 1.7)
+
+
+def discrete_z(n, rng, beta):
+    z = rng.integers(-2, 3, size=(n, 2)).astype(float)
+    return z, z[:, 0] - 0.5 * z[:, 1], z[:, 0] ** 2 / 2, (0.0, 1.4)
+
+
+def binary_z(n, rng, beta):
+    z = rng.integers(0, 2, size=(n, 1)).astype(float)
+    return z, 1.5 * z[:, 0], -z[:, 0], (0.5, 0.5)
+
+
+def binary_x(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    pr = 1 / (1 + np.exp(-2 * z[:, 0]))
+    return z, pr, np.sin(z[:, 0]), "binary_x"
+
+
+def hetero(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    return z, np.sin(z[:, 0]), np.cos(z[:, 0]), "hetero"
+
+
+CLASSES = {
+    "additive1": additive(1), "additive3": additive(3), "additive5": additive(5),
+    "additive10": additive(10), "additive20": additive(20),
+    "product2": product(2), "product3": product(3),
+    "osc1": oscillating(1), "osc2": oscillating(2), "osc3": oscillating(3),
+    "osc4": oscillating(4),
+    "raw_units": raw_units, "skewed_z": skewed_z, "heavy_z": heavy_z,
+    "discrete_z": discrete_z, "binary_z": binary_z, "binary_x": binary_x,
+    "hetero_noise": hetero, "d7_small_n": additive(7),
+}
+
+
+def draw(cls, n, rng, beta=0.0):
+    z, fx, fy, extra = CLASSES[cls](n, rng, beta)
+    ex = rng.normal(size=n)
+    ey = rng.normal(size=n)
+    if extra == "binary_x":
+        x = (rng.uniform(size=n) < fx).astype(float)
+        ex = x - fx
+        y = fy + ey + beta * ex
+    elif extra == "hetero":
+        ex = (rng.exponential(size=n) - 1) * (0.5 + np.abs(z[:, 0]))
+        x = fx + ex
+        y = fy + ey * (0.5 + z[:, 0] ** 2 / 2) + beta * ex
+    else:
+        x = fx + ex
+        y = fy + ey + beta * ex
+    zc, zs = (extra if isinstance(extra, tuple) else (0.0, 1.0))
+    return x, y, z, zc, zs
+
+
+def public(cls):
+    """Public parameters of a design: 4-sd bounds around its centres (a large pilot draw)."""
+    x, y, z, zc, zs = draw(cls, 200_000, np.random.default_rng(1))
+    return dict(x_center=float(x.mean()), x_bound=4 * float(x.std()),
+                y_center=float(y.mean()), y_bound=4 * float(y.std()), z_center=zc, z_scale=zs)
+
+
+def run_one(task):
+    import privci
+    warnings.simplefilter("ignore")
+    cls, n, eps, params, beta, seed, pub = task
+    rng = np.random.default_rng(seed)
+    x, y, z, _, _ = draw(cls, n, rng, beta)
+    if params == "public":
+        kw = dict(pub)
+    else:
+        kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
+    res = privci.privgcm(x, y, z, epsilon=eps, rng=rng, **kw)
+    return res.pvalue, (res.fit_certified is False)
+
+
+def wilson(k, n, zq=1.959964):
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    den = 1 + zq * zq / n
+    c = (p + zq * zq / (2 * n)) / den
+    h = zq * math.sqrt(p * (1 - p) / n + zq * zq / (4 * n * n)) / den
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=500)
+    ap.add_argument("--classes", nargs="+", default=list(CLASSES))
+    ap.add_argument("--n", nargs="+", type=int, default=[1000, 10000, 100000])
+    ap.add_argument("--eps", nargs="+", type=float, default=[1.0, 2.0, 7.0, 100.0])
+    ap.add_argument("--params", nargs="+", default=["public", "auto"])
+    ap.add_argument("--beta", type=float, default=0.0, help="> 0: power instead of level")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=23_000)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.classes, args.n, args.eps, args.params, args.reps = (
+            ["additive5", "product2", "osc3"], [2000], [2.0, 100.0], ["public"], 4)
+    cells = []
+    for cls in args.classes:
+        ns = [1000] if cls == "d7_small_n" else args.n
+        for n in ns:
+            for eps in args.eps:
+                for params in args.params:
+                    cells.append((cls, n, eps, params))
+    pubs = {cls: public(cls) for cls in args.classes}
+    tasks = [(cls, n, eps, params, args.beta, args.seed + 7919 * ci + r, pubs[cls])
+             for ci, (cls, n, eps, params) in enumerate(cells) for r in range(args.reps)]
+    if args.workers > 1:
+        with mp.get_context("fork").Pool(args.workers) as pool:
+            out = pool.map(run_one, tasks, chunksize=2)
+    else:
+        out = [run_one(t) for t in tasks]
+    rows = []
+    print("| class | n | epsilon | parameters | rejection rate | 95% Wilson | not certified |")
+    print("|---|---|---|---|---|---|---|")
+    for ci, (cls, n, eps, params) in enumerate(cells):
+        res = out[ci * args.reps:(ci + 1) * args.reps]
+        rej = sum(1 for p, _ in res if p < 0.05)
+        flag = sum(1 for _, f in res if f)
+        lo, hi = wilson(rej, len(res))
+        rows.append(dict(cls=cls, n=n, epsilon=eps, params=params, beta=args.beta,
+                         reps=len(res), rejections=rej, rate=rej / len(res), lo=lo, hi=hi,
+                         not_certified=flag / len(res)))
+        print(f"| {cls} | {n} | {eps:g} | {params} | {rej / len(res):.3f} | "
+              f"[{lo:.3f}, {hi:.3f}] | {flag / len(res):.2f} |", flush=True)
+    out_path = args.out or (os.path.join(HERE, "results", "level_stress.csv")
+                            if not args.quick else None)
+    if out_path:
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        with open(out_path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
