@@ -75,16 +75,27 @@ pytestmark = pytest.mark.filterwarnings("ignore::privci.bounds.UnreliableQuantil
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Many small factorisations: one BLAS thread each (no effect on the results, and no
-    spin-waiting on a loaded machine)."""
+def _one_thread():
+    """Many small problems: one BLAS and one numba thread each (no effect on the results,
+    and no spin-waiting of thread pools on a loaded machine)."""
+    import contextlib
+    try:
+        import numba
+        before = numba.get_num_threads()
+        numba.set_num_threads(1)
+    except ImportError:   # pragma: no cover
+        numba = None
     try:
         from threadpoolctl import threadpool_limits
+        ctx = threadpool_limits(limits=1, user_api="blas")
     except ImportError:   # pragma: no cover
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+        ctx = contextlib.nullcontext()
+    try:
+        with ctx:
+            yield
+    finally:
+        if numba is not None:
+            numba.set_num_threads(before)
 
 
 # --------------------------------------------------------------------------- discovery

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Mutation check of privci's privacy tests: weaken one mechanism at a time, see what fails.
+
+For each mutant: copy ``python/privci`` to a temporary directory, apply one regular-
+expression substitution to one file (a mutant whose pattern no longer matches stops the
+run: update the MUTANTS table below), run the given default-run test files against the
+copy (``PYTHONPATH`` = the copy; ``pytest -x -q -p no:cacheprovider``, with a timeout),
+and record the failing test ids.  First the unmutated copy is run: it must pass.  The
+result is a markdown table, mutant -> caught by (test ids) / NOT CAUGHT.
+
+Usage (from the repository root)::
+
+    .venv-np2/bin/python tools/mutate.py                       # default test files
+    .venv-np2/bin/python tools/mutate.py --only gram-half-noise quantile-scale
+    .venv-np2/bin/python tools/mutate.py --tests tests/test_ledger.py tests/test_spline.py
+    .venv-np2/bin/python tools/mutate.py --list                # the mutants, no run
+    .venv-np2/bin/python tools/mutate.py --check               # do the patterns still match?
+
+Each mutant is (id, file under python/privci, pattern, replacement, description); the
+pattern is applied with ``re.subn(pattern, replacement, text, flags=re.MULTILINE)`` and
+``count`` is the number of substitutions it must make (None: at least one).  The spline
+mutants are written against the stable names of ``privci._spline`` (gram_sensitivity,
+cross_sensitivity, GRAM_SHARE's split, the release calls); when that code changes, edit
+the pattern here (``--check`` says which ones no longer match).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "python", "privci")
+DEFAULT_TESTS = ("tests/test_ledger.py", "tests/test_calibration.py",
+                 "tests/test_level_twosided.py")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str                 # relative to python/privci
+    pattern: str
+    replacement: str
+    description: str
+    count: Optional[int] = None   # substitutions required (None: at least one)
+    issue: bool = True            # one of the mutants listed in issue 21
+
+
+MUTANTS = [
+    # --- the mutants of issue 21 -------------------------------------------------------
+    Mutant("gram-half-noise", "_spline.py",
+           r"laplace_mechanism\(_to_float\(g_int\), sens_g,",
+           "laplace_mechanism(_to_float(g_int), sens_g / 2,",
+           "Gram matrices' noise from half the stated sensitivity", 1),
+    Mutant("cross-gets-all-fit-eps", "_spline.py",
+           r"eps_b = _rest\(([^,\n]+), eps_g\)", r"eps_b = \1",
+           "the fit's split gives the cross-products all of epsilon_fit (1.8 epsilon_fit)", 1),
+    Mutant("quantile-scale", "bounds.py",
+           r"rng\.gumbel\(0\.0, 2\.0 / epsilon", "rng.gumbel(0.0, 1.0 / epsilon",
+           "seeded private quantile: Gumbel scale 2/eps replaced by 1/eps", 1),
+    Mutant("charge-after-compute", "gcm.py",
+           r"(    composition = _charge\(budget, eps, test=\"privgcm\",\n[^\n]*\n)"
+           r"((?:.*\n)*?)(    record = PrivacyRecord\()",
+           r"\2\1\3", "privgcm charges the budget after computing (just before the record)", 1),
+    Mutant("same-half", "_spline.py",
+           r"\(~h, slice\(p, p \+ q\)\)", "(h, slice(p, p + q))",
+           "x and y fitted on the same half of the rows", 1),
+    Mutant("gram-sens-understated", "_spline.py",
+           r"(def gram_sensitivity\b(?:.*\n)+?\s*return )", r"\g<1>0.9 * ",
+           "gram_sensitivity understated by 10%", 1),
+    Mutant("cross-sens-understated", "_spline.py",
+           r"(def cross_sensitivity\b(?:.*\n)+?\s*return )", r"\g<1>0.9 * ",
+           "cross_sensitivity understated by 10%", 1),
+    Mutant("krr-sharp-halved", "regression.py",
+           r"return (2\.0 \* b \* b \+ 4\.0 \* b \* min\(b \* B, 0\.5 / math\.sqrt\(lam\)\))",
+           r"return 0.5 * (\1)", "the sharp KRR sensitivity constant halved", 1),
+    Mutant("no-reclip-after-recentre", "gcm.py",
+           r"U = np\.clip\(U - means, -1\.0, 1\.0\)", "U = U - means",
+           "no re-clipping after the private re-centring", 1),
+    Mutant("no-clip-in-clip_scale", "_kernels.py",
+           r"\n\s*if v > b:\n\s*v = b\n\s*elif v < -b:\n\s*v = -b", "",
+           "clip_scale divides by the bound without clipping", 1),
+    # --- more ---------------------------------------------------------------------------
+    Mutant("laplace-seeded-half-scale", "mechanisms.py",
+           r"scale = sensitivity / epsilon\n", "scale = sensitivity / epsilon / 2\n",
+           "seeded Laplace: half the calibrated scale", 1, False),
+    Mutant("noisy-max-scale", "mechanisms.py",
+           r"scale = 2\.0 / epsilon\n(\s*)idx", r"scale = 1.0 / epsilon\n\1idx",
+           "seeded report-noisy-max: exponential scale 2/eps replaced by 1/eps", 1, False),
+    Mutant("centre-sens-halved", "gcm.py",
+           r"2\.0 \* \(p \+ q\) / n", "1.0 * (p + q) / n",
+           "private re-centring: sensitivity of the means halved", 1, False),
+    Mutant("block-sums-sens-halved", "_spline.py",
+           r"sens = 2\.0 \* p \* q", "sens = 1.0 * p * q",
+           "spline path: block sums' sensitivity halved", 1, False),
+    Mutant("bounds-no-split", "bounds.py",
+           r"e = _split\(epsilon, k\)", "e = _split(epsilon, 1)",
+           "private_bounds: every quantile gets the whole epsilon", 1, False),
+    Mutant("scale-no-split", "bounds.py",
+           r"e = _split\(eps, d\)", "e = eps",
+           "private_scale: every column gets the whole epsilon", 1, False),
+    Mutant("crt-sens-halved", "regression.py",
+           r"return 2\.0 \* b \* b\n", "return b * b\n",
+           "PrivCRT's sharp Delta_T halved", 1, False),
+    Mutant("floor-tenth", "_spline.py",
+           r"(def _lam\((?:.*\n)*?\s*return )", r"\g<1>0.1 * ",
+           "eigenvalue floor / penalty 10x too small (conservative: level collapses)", 1,
+           False),
+    Mutant("block-variance-doubled", "_spline.py",
+           r"block_var = k \* np\.var\(", "block_var = 2 * k * np.var(",
+           "between-block variance counted twice (conservative)", 1, False),
+]
+
+
+def apply(mutant, root):
+    path = os.path.join(root, mutant.file)
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    new, n = re.subn(mutant.pattern, mutant.replacement, text, flags=re.MULTILINE)
+    if n == 0 or (mutant.count is not None and n != mutant.count):
+        raise SystemExit(f"mutant {mutant.id!r}: the pattern made {n} substitution(s) in "
+                         f"python/privci/{mutant.file} (expected "
+                         f"{mutant.count or 'at least 1'}): the code changed, update "
+                         f"tools/mutate.py.\n  pattern: {mutant.pattern}")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(new)
+    return n
+
+
+def fresh_copy(tmp):
+    dest = os.path.join(tmp, "privci")
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    # copy2 keeps the modification times: numba's on-disk caches (keyed by the source's
+    # time stamp) and Python's bytecode stay valid for every file that is not mutated
+    shutil.copytree(PACKAGE, dest, copy_function=shutil.copy2)
+    return dest
+
+
+def child_env(tmp, threads):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = tmp
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if threads:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS"):
+            env[var] = str(threads)
+    return env
+
+
+def run_tests(python, tests, tmp, timeout, threads, stop_first=True):
+    """Returns (status, ids, seconds): status 'pass', 'fail', 'timeout' or 'error (rc)'."""
+    cmd = [python, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-rfE"]
+    if stop_first:
+        cmd.insert(4 + len(tests) - 1, "-x")
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=child_env(tmp, threads), capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", [], time.time() - t0
+    dt = time.time() - t0
+    ids = []
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(FAILED|ERROR) (\S+)", line)
+        if m:
+            ids.append(m.group(2) if m.group(1) == "FAILED" else f"{m.group(2)} (error)")
+    if proc.returncode == 0:
+        return "pass", ids, dt
+    if proc.returncode == 1 and ids:
+        return "fail", ids, dt
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+    return f"error (rc {proc.returncode})", ids or [tail], dt
+
+
+def check_import(python, tmp):
+    out = subprocess.run([python, "-c", "import privci, os; print(os.path.realpath("
+                          "privci.__file__))"], cwd=ROOT, env=child_env(tmp, 1),
+                         capture_output=True, text=True)
+    where = out.stdout.strip()
+    if not where.startswith(os.path.realpath(tmp)):
+        raise SystemExit(f"the copy is not the privci imported (got {where!r}; stderr "
+                         f"{out.stderr.strip()[-300:]})")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS),
+                    help="default-run test files (paths from the repository root)")
+    ap.add_argument("--only", nargs="+", help="mutant ids to run (default: all)")
+    ap.add_argument("--issue-only", action="store_true", help="only issue 21's mutants")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per mutant run")
+    ap.add_argument("--python", default=sys.executable, help="interpreter with pytest")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="BLAS / numba threads of the test runs (0: leave the environment)")
+    ap.add_argument("--all-failures", action="store_true",
+                    help="run without -x and list every failing test")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--check", action="store_true",
+                    help="only check that every pattern still matches")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args(argv)
+
+    mutants = MUTANTS
+    if args.issue_only:
+        mutants = [m for m in mutants if m.issue]
+    if args.only:
+        unknown = set(args.only) - {m.id for m in MUTANTS}
+        if unknown:
+            raise SystemExit(f"unknown mutant ids: {sorted(unknown)}")
+        mutants = [m for m in mutants if m.id in args.only]
+    if args.list:
+        for m in mutants:
+            print(f"{m.id:28s} {m.file:14s} {m.description}")
+        return 0
+
+    tmp = tempfile.mkdtemp(prefix="privci-mutate-")
+    try:
+        for m in mutants:    # every pattern must match before anything runs
+            apply(m, fresh_copy(tmp))
+        if args.check:
+            print(f"all {len(mutants)} patterns match")
+            return 0
+        fresh_copy(tmp)
+        check_import(args.python, tmp)
+        if not args.no_baseline:
+            status, ids, dt = run_tests(args.python, args.tests, tmp, args.timeout,
+                                        args.threads, not args.all_failures)
+            print(f"baseline (unmutated copy): {status} in {dt:.0f} s", flush=True)
+            if status != "pass":
+                print("\n".join(ids))
+                raise SystemExit("the unmutated package fails the tests: fix that first")
+        rows = []
+        for m in mutants:
+            fresh_copy(tmp)
+            apply(m, os.path.join(tmp, "privci"))
+            status, ids, dt = run_tests(args.python, args.tests, tmp, args.timeout,
+                                        args.threads, not args.all_failures)
+            if status == "fail":
+                verdict = "caught by " + ", ".join(f"`{i}`" for i in ids)
+            elif status == "pass":
+                verdict = "**NOT CAUGHT**"
+            elif status == "timeout":
+                verdict = f"**TIMEOUT** after {args.timeout:.0f} s"
+            else:
+                verdict = f"**{status}**: " + " ".join(ids)[-300:].replace("\n", " ")
+            rows.append((m, verdict, dt))
+            print(f"{m.id}: {verdict} ({dt:.0f} s)", flush=True)
+        print()
+        print(f"Tests: {' '.join(args.tests)}")
+        print()
+        print("| mutant | file | what | result | time |")
+        print("|---|---|---|---|---|")
+        for m, verdict, dt in rows:
+            print(f"| {m.id}{'' if m.issue else ' (extra)'} | {m.file} | {m.description} | "
+                  f"{verdict} | {dt:.0f} s |")
+        missed = [m.id for m, v, _ in rows if not v.startswith("caught")]
+        print()
+        print("every mutant caught" if not missed else f"NOT caught: {', '.join(missed)}")
+        return 1 if missed else 0
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
