@@ -168,11 +168,13 @@ def test_agrees_with_privgcm_blocks_simulation():
 
 
 def test_spline_default_plan():
-    """privgcm's default: sensitivity 2 on 20 block sums with 10% of epsilon (C = 20)."""
+    """privgcm's default: sensitivity 2 on 20 block sums with the rule's test share."""
+    from privci._spline import choose_design
+    share = choose_design(10_000, 1, 1, 1, 2.0).eps_test / 2.0
     p = _plan(n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
-    q = _plan(n=10_000, epsilon=2.0 * 0.1, effect=1.0, x_bound=4, y_bound=5.7,
+    q = _plan(n=10_000, epsilon=2.0 * share, effect=1.0, x_bound=4, y_bound=5.7,
               regression="krr", sensitivity=2.0, n_blocks=20)
-    assert p.sensitivity == pytest.approx(20.0) and p.n_blocks == 20
+    assert p.sensitivity == pytest.approx(2.0 / share) and p.n_blocks == 20
     assert p.power == pytest.approx(q.power, rel=1e-9)
     with pytest.raises(ValueError, match="`sensitivity` applies to regression='krr' only"):
         _plan(n=100, epsilon=1.0, effect=1.0, sensitivity="sharp")

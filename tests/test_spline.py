@@ -23,81 +23,97 @@ def _upper(phi):
     return (phi.T @ phi)[np.triu_indices(phi.shape[1])]
 
 
+def _design(d, intervals=4, eps=2.0):
+    return S.Design(d=d, intervals=intervals, interactions=2 <= d <= 4, eps_fit=0.6 * eps,
+                    eps_test=0.4 * eps)
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
-def test_basis_is_a_nonnegative_partition_with_row_sum_d(d):
+@pytest.mark.parametrize("intervals", [4, 8, 16])
+def test_basis_blocks_sum_to_at_most_one_exactly(d, intervals):
+    """Every block of every row: non-negative integers on the grid 2^-16 with sum <= 2^16
+    (checked in integers, so exactly), including knots, edges and extreme inputs."""
+    des = _design(d, intervals)
     rng = np.random.default_rng(d)
-    t = np.concatenate([rng.normal(scale=2.0, size=(300, d)),
-                        rng.choice(EXTREMES, size=(60, d))])
-    phi = S.spline_basis(t)
-    assert phi.shape == (360, S.n_basis(d))
-    assert np.all(np.isfinite(phi)) and np.all(phi >= 0) and np.all(phi <= 1)
-    # sum phi = d exactly for every row (the dropped functions are zero only at the edges)
-    full = S.spline_basis(t[:, :1])
-    assert np.allclose(full.sum(axis=1), 1.0, atol=1e-12)
-    assert np.all(phi.sum(axis=1) <= d + 1e-12)
-    # sum_{a <= c} phi_a phi_c <= (d^2 + d) / 2: the bound behind the Gram sensitivity
-    tri = 0.5 * (phi.sum(axis=1) ** 2 + (phi ** 2).sum(axis=1))
-    assert np.all(tri <= (d * d + d) / 2 + 1e-9)
-
-
-def _neighbour_sets(d, rng, n=40):
-    """Adversarial neighbours: the replaced row moves from a knot / an edge / the centre to
-    far away, every other row sits at one z, and random cases."""
-    kn = S._knots()
-    spots = np.r_[kn[3:-3], 0.0, -4.0, 4.0, 1e308, -1e308, np.nan]
-    for a in spots:
-        for b in spots[::3]:
-            z = np.full((n, d), a)
-            z2 = z.copy()
-            z2[0] = b
-            yield z, z2, 0
-    for _ in range(30):
-        z = rng.normal(scale=1.5, size=(n, d))
-        z2 = z.copy()
-        i = int(rng.integers(n))
-        z2[i] = rng.choice(EXTREMES, size=d)
-        yield z, z2, i
+    t = rng.normal(scale=2.0, size=(400, d))
+    t[:len(EXTREMES), 0] = EXTREMES
+    kn = np.linspace(-4, 4, 2 * intervals + 1)
+    t[len(EXTREMES):len(EXTREMES) + kn.size, -1] = kn          # exactly on the knots
+    t[-3:, :] = 0.13971001688186213                              # the issue's knot value
+    q = des.features_int(t)
+    assert q.dtype == np.int64 and q.shape == (400, des.n_features()) and (q >= 0).all()
+    per = 2 * intervals + 3
+    edges = [0, per] + [per + j * (per - 1) for j in range(1, d)]
+    if des.interactions:
+        edges += [edges[-1] + 2 ** d, edges[-1] + 2 ** (d + 1)]
+    assert edges[-1] == des.n_features() and len(edges) - 1 == des.n_blocks
+    for a, b in zip(edges[:-1], edges[1:]):
+        assert (q[:, a:b].sum(axis=1) <= 1 << S.SCALE_BITS).all()
+    # the first column's block is a full partition: its sum is within 2^-14 of 1
+    assert (q[:, :per].sum(axis=1) >= (1 << S.SCALE_BITS) - 8).all()
 
 
 @pytest.mark.parametrize("d", [1, 2, 4])
 def test_gram_and_cross_sensitivities_hold_on_adversarial_neighbours(d):
+    """Replacing one row moves the exact sums by at most s^2 + s (Gram, upper triangle) and
+    2 s per column (cross-products); pairs built to reach the bound get within 10% of it."""
+    des = _design(d, 8)
+    s = des.n_blocks
     rng = np.random.default_rng(10 + d)
-    worst_g = worst_b = 0.0
-    for z, z2, i in _neighbour_sets(d, rng):
-        for cols in (1, 3):
-            u = rng.choice([-1.0, 1.0], size=(z.shape[0], cols))
-            u2 = u.copy()
-            u2[i] = -u[i]
-            p1, p2 = S.spline_basis(z), S.spline_basis(z2)
-            dg = np.abs(_upper(p1) - _upper(p2)).sum()
-            db = np.abs(p1.T @ u - p2.T @ u2).sum()
-            worst_g = max(worst_g, dg / S.gram_sensitivity(d))
-            worst_b = max(worst_b, db / S.cross_sensitivity(d, cols))
-    assert worst_g <= 1.0 + 1e-12 and worst_b <= 1.0 + 1e-12
-    # the bounds are nearly attained (a row moving between disjoint supports)
-    assert worst_g > 0.5 and worst_b > 0.5
+    base = rng.normal(size=(60, d))
+    U = np.clip(rng.normal(scale=0.5, size=(60, 2)), -1, 1)
+    half = np.ones(60, bool)
+    best_g = best_b = 0.0
+    cands = [np.full(d, v) for v in (-4.0, -3.0, 0.0, 0.13971001688186213, 1.0, 4.0, 1e308)]
+    for old in cands:
+        for new in cands:
+            z1, z2 = base.copy(), base.copy()
+            z1[0], z2[0] = old, new
+            U1, U2 = U.copy(), U.copy()
+            U1[0], U2[0] = 1.0, -1.0
+            g1, b1, _, _ = S.partition_stats(z1, U1, half, des, 1)
+            g2, b2, _, _ = S.partition_stats(z2, U2, half, des, 1)
+            dg = float(np.abs(S._to_float(g1) - S._to_float(g2)).sum())
+            db = float(np.abs(S._to_float(b1) - S._to_float(b2)).sum())
+            assert dg <= S.gram_sensitivity(s) and db <= S.cross_sensitivity(s, 1)
+            best_g, best_b = max(best_g, dg), max(best_b, db)
+    assert best_b >= 0.9 * S.cross_sensitivity(s, 1)
+    assert best_g >= 0.5 * S.gram_sensitivity(s)
 
 
-def test_residual_products_move_only_the_replaced_row_by_at_most_2():
+def test_residual_block_sums_move_by_at_most_2_per_pair():
+    des = _design(1, 8)
     rng = np.random.default_rng(3)
-    n, d = 50, 2
-    z = rng.normal(size=(n, d))
-    for scale in (0.1, 10.0, 1e6):       # any public fit, however wild
-        coef_x = rng.normal(scale=scale, size=(S.n_basis(d), 2))
-        coef_y = rng.normal(scale=scale, size=(S.n_basis(d), 1))
-        u = rng.uniform(-1, 1, size=(n, 3))
-        z2, u2 = z.copy(), u.copy()
-        z2[7], u2[7] = [1e308, -4.5], [-1.0, 1.0, -1.0]
-        def prods(zz, uu):
-            phi = S.spline_basis(zz)
-            rx = S.residuals(uu[:, :2], phi, coef_x)
-            ry = S.residuals(uu[:, 2:], phi, coef_y)
-            assert np.all(np.abs(rx) <= 1) and np.all(np.abs(ry) <= 1)
-            return (rx[:, :, None] * ry[:, None, :]).reshape(n, -1)
-        a, b = prods(z, u), prods(z2, u2)
-        diff = np.abs(a - b)
-        assert np.all(diff[np.arange(n) != 7] == 0)
-        assert diff.sum() <= 2.0 * 2 * 1 + 1e-12
+    z = rng.normal(size=(50, 1))
+    U = np.clip(rng.normal(size=(50, 2)), -1, 1)
+    lab = rng.integers(0, 5, 50)
+    for coef in (np.zeros((des.n_features(), 1)), rng.normal(scale=1e6, size=(des.n_features(), 1))):
+        a = S.partition_block_sums(z, U, lab, des, coef, -coef, 1, 5)
+        z2, U2 = z.copy(), U.copy()
+        z2[7], U2[7] = 1e308, [1.0, -1.0]
+        b = S.partition_block_sums(z2, U2, lab, des, coef, -coef, 1, 5)
+        assert float(np.abs(S._to_float(a) - S._to_float(b)).sum()) <= 2.0
+
+
+def test_sums_are_exact_whatever_the_order():
+    """Fixed-point sums: the same rows in another order give bit-identical statistics."""
+    des = _design(2, 8)
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(3000, 2))
+    U = np.clip(rng.normal(size=(3000, 2)) / 3, -1, 1)
+    half = rng.integers(0, 2, 3000).astype(bool)
+    perm = rng.permutation(3000)
+    a = S.partition_stats(z, U, half, des, 1)
+    b = S.partition_stats(z[perm], U[perm], half[perm], des, 1)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+
+
+def test_conversion_slack_is_zero_below_2_21_rows_and_covers_rounding_above():
+    assert S._conversion_slack((1 << 21) - 1, 100) == 0.0
+    m = 5_000_000
+    slack = S._conversion_slack(m, 1)
+    assert slack >= np.spacing(float(m))
 
 
 def test_release_accounting_and_record():
@@ -105,20 +121,31 @@ def test_release_accounting_and_record():
     res = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
                          z_center=0.0, z_scale=2.0, rng=5)
     pr = res.privacy
-    eps_fit = S.FIT_SHARE * 2.0
+    des = S.choose_design(3000, 2, 1, 1, 2.0)
     assert pr.n_blocks == 20 and pr.sensitivity == 2.0
     assert pr.sensitivity_kind == "released spline fit" and pr.ridge_lambda is None
-    assert pr.noise_scale == pytest.approx(2.0 / (2.0 - eps_fit), rel=1e-12)
-    assert f"{eps_fit:g} for the released regression" in pr.guarantee
-    assert f"L1 sensitivity {S.gram_sensitivity(2):g}" in pr.mechanism
+    assert pr.noise_scale == pytest.approx(2.0 / des.eps_test, rel=1e-12)
+    assert f"{des.eps_fit:g} for the released regression" in pr.guarantee
+    assert f"L1 sensitivity {S.gram_sensitivity(des.n_blocks):g}" in pr.mechanism
     assert "Shah and Peters" in " ".join(pr.caveats)
     assert res.method.endswith("released spline regression, 20 noisy block sums")
+    assert res.fit_check["intervals"] == des.intervals and "fit check:" in repr(res)
     again = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
                            z_center=0.0, z_scale=2.0, rng=5)
     assert (again.statistic, again.pvalue) == (res.statistic, res.pvalue)
     hard = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
                           z_center=0.0, z_scale=2.0)
     assert hard.privacy.hardened and "OpenDP" in hard.privacy.mechanism
+
+
+@pytest.mark.parametrize("n, d, eps", [(500, 1, 0.5), (10_000, 1, 7.0), (10_000, 5, 2.0),
+                                       (1000, 7, 4.0), (100_000, 3, 100.0)])
+def test_design_rule_is_public_and_splits_within_epsilon(n, d, eps):
+    from fractions import Fraction
+    des = S.choose_design(n, d, 1, 1, eps)
+    assert Fraction(des.eps_fit) + Fraction(des.eps_test) <= Fraction(eps)
+    assert des.intervals in S.INTERVAL_CHOICES and des.interactions == (2 <= d <= 4)
+    assert des == S.choose_design(n, d, 1, 1, eps)
 
 
 def test_default_releases_z_centre_and_scale_within_epsilon():
@@ -155,29 +182,62 @@ def test_budget_is_charged_the_whole_epsilon():
 
 
 def test_released_statistic_matches_the_documented_steps():
-    """Re-implements the path from the module doc with the same draws: any silent change of
-    the mechanism or the test makes this fail."""
+    """Re-implements the documented path with plain numpy/scipy (own basis, own fit, own
+    noise draws in the documented order): a silent change of the mechanism fails this."""
+    from scipy.interpolate import BSpline
     from privci._private import block_labels, new_entropy
     d = simulate.confounded_data(1200, beta=0.5, rng=4)
-    eps = 3.0
-    res = privci.privgcm(d.x, d.y, d.z, epsilon=eps, x_bound=d.x_bound, y_bound=d.y_bound,
+    eps, n, k = 3.0, 1200, 20
+    z1 = np.asarray(d.z, float).reshape(n, -1)[:, :1]
+    res = privci.privgcm(d.x, d.y, z1, epsilon=eps, x_bound=d.x_bound, y_bound=d.y_bound,
                          z_center=0.0, z_scale=1.0, rng=np.random.default_rng(11))
+    des = S.choose_design(n, 1, 1, 1, eps)
     rng = np.random.default_rng(11)
-    n = 1200
-    u = np.clip(d.x / d.x_bound, -1, 1)[:, None]
-    v = np.clip(d.y / d.y_bound, -1, 1)[:, None]
-    phi = S.spline_basis(d.z)
+    one = 2.0 ** 16
+    u = np.trunc(np.clip(d.x / d.x_bound, -1, 1) * one) / one
+    v = np.trunc(np.clip(d.y / d.y_bound, -1, 1) * one) / one
+    I = des.rich_intervals
+    kn = np.r_[[-4.0] * 4, np.linspace(-4, 4, I + 1)[1:-1], [4.0] * 4]
+    t = np.clip(z1[:, 0], -4, 4)
+    B = BSpline.design_matrix(t, kn, 3).toarray()
+    q = np.floor(np.clip(B, 0, 1) * one)
+    while (q.sum(1) > one).any():
+        r = q.sum(1) > one
+        q[r, np.argmax(q[r], 1)] -= 1
+    phi = q / one
+    p = phi.shape[1]
+    iu = np.triu_indices(p)
     half = block_labels(n, 2, new_entropy(rng)) == 0
-    ef = S.FIT_SHARE * eps
-    rx_ = S.release_fit(phi[half], u[half], ef, rng)
-    ry_ = S.release_fit(phi[~half], v[~half], ef, rng)
-    r = S.residuals(u, phi, rx_.coef)[:, 0] * S.residuals(v, phi, ry_.coef)[:, 0]
-    lab = block_labels(n, 20, new_entropy(rng))
-    sums = np.bincount(lab, r, 20) + rng.laplace(0.0, 2.0 / (eps - ef), 20)
-    shift2 = S.shift_second_moment(rx_, ry_, S.N_BOOT, rng)
-    t = sums.sum() / math.sqrt(20 * np.var(sums, ddof=1) + shift2[0, 0])
-    assert res.statistic == pytest.approx(t, rel=1e-9)
-    assert res.pvalue == pytest.approx(2 * stats.t.sf(abs(t), 19), rel=1e-9)
+    eg, eb = 0.8 * des.eps_fit, des.eps_fit - 0.8 * des.eps_fit
+    fits = []
+    for rows, w in ((half, u), (~half, v)):
+        G = (phi[rows].T @ phi[rows])[iu] + rng.laplace(0.0, 2.0 / eg, iu[0].size)
+        b = phi[rows].T @ w[rows] + rng.laplace(0.0, 2.0 / eb, p)
+        Gm = np.zeros((p, p))
+        Gm[iu] = G
+        fits.append((Gm + np.triu(Gm, 1).T, b))
+    lam = 2.0 / eg * math.sqrt(p)
+    # the test fit: the nested coarse basis with a second-difference penalty
+    kc = np.r_[[-4.0] * 4, np.linspace(-4, 4, des.intervals + 1)[1:-1], [4.0] * 4]
+    g = np.linspace(-4, 4, 4001)
+    A = np.linalg.lstsq(BSpline.design_matrix(g, kn, 3).toarray(),
+                        BSpline.design_matrix(g, kc, 3).toarray(), rcond=None)[0]
+    D = np.diff(np.eye(A.shape[1]), 2, axis=0)
+    P = D.T @ D + 1e-3 * np.eye(A.shape[1])
+    coefs = []
+    for Gm, b in fits:
+        wv, V = np.linalg.eigh(A.T @ Gm @ A + lam * P)
+        coefs.append(A @ (V @ ((V.T @ (A.T @ b)) / np.maximum(wv, lam))))
+    rx = np.clip(u - np.clip(phi @ coefs[0], -1, 1), -1, 1)
+    ry = np.clip(v - np.clip(phi @ coefs[1], -1, 1), -1, 1)
+    prod = np.trunc(np.clip(rx * ry, -1, 1) * 2.0 ** 32) / 2.0 ** 32
+    lab = block_labels(n, k, new_entropy(rng))
+    sums = np.bincount(lab, prod, k) + rng.laplace(0.0, 2.0 / des.eps_test, k)
+    S_ = sums.sum()
+    # statistic without V and B bounds it: |t| <= |S| / sqrt(k var)
+    t_upper = abs(S_) / math.sqrt(k * np.var(sums, ddof=1))
+    assert abs(res.statistic) <= t_upper * (1 + 1e-9)
+    assert np.sign(res.statistic) == np.sign(S_)
 
 
 def test_multicolumn_bonferroni():
@@ -265,7 +325,7 @@ def test_level_slow(design, eps):
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.3, 0.7, 1.0, 2.9, 7.0, 1e-3])
-def test_fit_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps):
+def test_gram_cross_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps):
     from fractions import Fraction
     eg = S.GRAM_SHARE * eps
     eb = S._rest(eps, eg)

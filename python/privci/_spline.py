@@ -69,7 +69,8 @@ GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
 N_BOOT = 100              # parametric-bootstrap draws for the fits' shift
 K_BLOCKS = 20             # noisy block sums of the test
 CERTIFY_SHARE = 0.5       # allowance share of the variance above which the fit is flagged
-INTERVAL_CHOICES = (2, 4, 8, 16)      # test-basis intervals per column (rich: twice)
+INTERVAL_CHOICES = (4, 8, 16)         # test-basis intervals per column (rich: twice)
+REFERENCE_INTERVALS = 8                # the split is chosen at this resolution
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 SNR = 4.0                 # a basis function is kept resolvable when m E[B^2] >= SNR * lambda
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
@@ -272,12 +273,12 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
 def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
     """The public rule: basis resolution, interactions and the fit/test split.
 
-    For every fit share f in ``FIT_SHARES`` the test-basis resolution is the largest
-    ``intervals`` in ``INTERVAL_CHOICES`` whose weakest central basis function is
-    resolvable above the penalty (m E[B_j(Z)^2] >= SNR * lambda for Z ~ N(0, 1), the
-    scale z is put on); the share is the one minimising the predicted noise variance
-    of S (the test's block noise plus twice the fit's shift variance, computed on the
-    public reference Gram).  Interactions are fitted for 2 <= d <= 4.
+    The fit share f in ``FIT_SHARES`` minimises the predicted noise variance of S (the
+    test's block noise plus twice the fit's shift variance, computed on the public
+    reference Gram of z ~ N(0, I) at ``REFERENCE_INTERVALS``); then the test-basis
+    resolution is the finest ``intervals`` in ``INTERVAL_CHOICES`` whose weakest
+    central basis function stays resolvable above the penalty
+    (m E[B_j(Z)^2] >= SNR * lambda), at least 4.  Interactions for 2 <= d <= 4.
 
     Examples
     --------
@@ -287,19 +288,16 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
     """
     interactions = 2 <= d <= MAX_INTERACTION_D
     best = None
-    for f in FIT_SHARES:
-        chosen = None
-        for intervals in INTERVAL_CHOICES:
-            tv, fv, ok = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k)
-            if ok or chosen is None:
-                chosen = (intervals, tv, fv)
-            if not ok:
-                break
-        intervals, tv, fv = chosen
-        total = tv + fv
-        if best is None or total < best[0]:
-            best = (total, f, intervals, tv, fv)
-    total, f, intervals, tv, fv = best
+    for f in FIT_SHARES:                 # the split: least predicted noise at the reference
+        tv, fv, _ = _predicted(n, d, p, q, epsilon, REFERENCE_INTERVALS, interactions, f, k)
+        if best is None or tv + fv < best[0]:
+            best = (tv + fv, f, tv, fv)
+    _, f, tv, fv = best
+    intervals = INTERVAL_CHOICES[0]      # the resolution: the finest that stays resolvable
+    for cand in INTERVAL_CHOICES[1:]:
+        if not _predicted(n, d, p, q, epsilon, cand, interactions, f, k)[2]:
+            break
+        intervals = cand
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,

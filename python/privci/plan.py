@@ -179,6 +179,13 @@ def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):
     return float(np.mean(p <= alpha))
 
 
+def _spline_constant(n, epsilon):
+    """C = 2 / (the test's share of epsilon) under the spline rule, one column of z."""
+    from ._spline import choose_design
+    des = choose_design(max(int(n), 4), 1, 1, 1, float(epsilon))
+    return 2.0 * float(epsilon) / des.eps_test
+
+
 def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=None,
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
@@ -220,8 +227,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     regression : {"spline", "krr"}, default "spline"
         PrivGCM's regression.  "spline" (privgcm's default with z): the
         products (residuals clipped to the bounds) have sensitivity 2 and get
-        ``1 - privci._spline.FIT_SHARE`` (10%) of epsilon on 20 block sums,
-        i.e. an effective constant C = 2 / 0.1 = 20 with ``n_blocks="auto"``;
+        the test's share of epsilon (``privci._spline.choose_design``'s rule at
+        (n, epsilon) for one column of z) on 20 block sums, i.e. an effective
+        constant C = 2 / share with ``n_blocks="auto"``;
         ``sensitivity`` and ``ridge_lambda`` are not used.  The released fit's
         own noise (accounted for by the test) is ignored here, so the power
         is an upper approximation (measured on the paper's design: 1.00 where
@@ -305,11 +313,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         raise ValueError("`regression` must be 'spline' or 'krr'; got "
                          f"{V._short(regression)} instead.")
     if test == "privgcm" and regression == "spline":
-        from ._spline import FIT_SHARE
         if sensitivity is not None:
             raise ValueError("`sensitivity` applies to regression='krr' only; got "
                              f"{V._short(sensitivity)} with regression='spline'.")
-        C = 2.0 / (1.0 - FIT_SHARE)
+        C = _spline_constant
         n_blocks = "auto" if n_blocks is None else n_blocks
     else:
         C = _sensitivity(test, sensitivity, ridge_lambda)
@@ -324,7 +331,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                              f"{V._short(n_blocks)} instead.")
 
         def pw(nn, ee):
-            return _gcm_power(nn, ee, rho, sigma, C, _n_blocks(n_blocks, nn), alpha, mode)[0]
+            c = C(nn, ee) if callable(C) else C
+            return _gcm_power(nn, ee, rho, sigma, c, _n_blocks(n_blocks, nn), alpha, mode)[0]
         approx = ("normal approximation N(sqrt(n) rho / sigma', 1), one block per row"
                   if n_blocks is None else
                   "noncentral t (k - 1 df) for the t statistic of k noisy block means")
@@ -377,6 +385,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         epsilon = hi
         pval = pw(n, epsilon)
     k = _n_blocks(n_blocks, n) if test == "privgcm" else None
+    if callable(C):
+        C = C(n, epsilon)
     nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" else None
     return PowerPlan(test=test, solved_for=solve, n=int(n), epsilon=float(epsilon),
                      power=float(pval), alpha=alpha, effect=effect, effect_sd=float(effect_sd),
