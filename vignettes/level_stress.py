@@ -170,6 +170,7 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=23_000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
     args = ap.parse_args(argv)
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (
