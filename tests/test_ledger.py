@@ -603,6 +603,8 @@ GCM_DESIGNS = {
     "z-move+": ({"x": BIG, "y": BIG, "z": -BIG}, {"x": BIG, "y": BIG, "z": BIG}),
     "z-move-": ({"x": -BIG, "y": -BIG, "z": -BIG}, {"x": -BIG, "y": -BIG, "z": BIG}),
     "xy-in": ({"x": BIG, "y": -BIG, "z": 0.5}, {"x": 0.1, "y": 0.2, "z": 0.5}),
+    # benign probed rows, one extreme row in the neighbour (no saturation by the others)
+    "xy-out": ({"x": 0.1, "y": 0.2, "z": 0.5}, {"x": BIG, "y": -BIG, "z": 0.5}),
 }
 ROWS = (0, 1, 2, 3, 151, 299)
 
@@ -727,16 +729,25 @@ def test_ledger(spies, sc):
     assert seen == set(range(len(L0.calls))), (
         f"releases no probed row touches: {sorted(set(range(len(L0.calls))) - seen)}\n{report}")
 
-    # (b) per probed row: sum of the shares of the releases it touches <= epsilon, exactly
+    # (b) per probed row: sum of the shares of the releases it touches <= epsilon, exactly.
+    # When every design's base run makes the same releases (all but PC), a row's releases
+    # are the union over the designs (the seeded partitions are the same in every run).
     eps = Fraction(sc.epsilon)
+    sigs = {_signature(L, range(len(L.calls))) for _, L in bases.values()}
+    if len(sigs) == 1:
+        union = {}
+        for p in results:
+            union[p.row] = union.get(p.row, frozenset()) | p.touched
+        groups = {"all designs": (L0, [ProbeResult("all", r, t, {}) for r, t in union.items()])}
+    else:
+        groups = {d: (L, [p for p in results if p.design == d]) for d, (_, L) in bases.items()}
     totals = {}
-    for dname, (_, L) in bases.items():
-        rs = [p for p in results if p.design == dname]
+    for gname, (L, rs) in groups.items():
         charged = row_losses(rs, L.calls, Release.charged)
         worst = max(charged.values())
-        assert worst <= eps, (f"{dname}: a row's releases spend {float(worst)!r} > "
+        assert worst <= eps, (f"{gname}: a row's releases spend {float(worst)!r} > "
                               f"{sc.epsilon}: {charged}\n{report}")
-        totals[dname] = worst
+        totals[gname] = worst
         # per budget charge (PC): each test's releases within what it was charged
         for e, idx in _segments(L):
             if e is not None:
@@ -744,6 +755,7 @@ def test_ledger(spies, sc):
                                  if c.index in idx else Fraction(0))
                 assert max(seg.values()) <= Fraction(e), f"a test spends more than charged {e}"
     total = max(totals.values())
+    rs0 = next(iter(groups.values()))[1]
 
     # (c) the record agrees with the ledger
     bad = sc.record(res0, L0, total, sc)
@@ -755,7 +767,6 @@ def test_ledger(spies, sc):
     bad = check_calibration(LH.calls)
     assert not bad, "OpenDP path:\n" + "\n".join(bad)
     segs0 = {_signature(L0, idx): idx for _, idx in _segments(L0)}
-    rs0 = results   # the designs' base runs make the same releases (checked by probe)
     spent_c, spent_r = Fraction(0), Fraction(0)
     for e, idx in _segments(LH):
         sig = _signature(LH, idx)
@@ -794,12 +805,84 @@ def test_spline_fit_halves_are_parallel(spies):
     rs = [p for p in results if p.design == "all-flip"]
     everyone = [i for i in range(len(bases["all-flip"][1].calls))
                 if all(i in p.touched for p in rs)]
-    partial = [i for i in range(len(bases["all-flip"][1].calls)) if i not in everyone]
+    partial = [i for i in range(len(bases["all-flip"][1].calls))
+               if i not in everyone and any(i in p.touched for p in rs)]
     assert partial, "no release in parallel: the fit is not split between halves"
     rows_of = {i: frozenset(p.row for p in rs if i in p.touched) for i in partial}
     groups = set(rows_of.values())
     assert len(groups) == 2 and frozenset.union(*groups) == frozenset(sc.rows) and \
         not frozenset.intersection(*groups), rows_of
+
+
+# --------------------------------------------------------------------------- unit box
+
+def _response_takers():
+    """Functions of the fits that take the clipped, scaled responses as a parameter ``U``
+    (the package's naming convention): every sensitivity proof assumes |u| <= 1 there."""
+    from privci import _spline, regression
+    out = []
+    for mod in (_spline, regression):
+        for name, f in vars(mod).items():
+            if (inspect.isfunction(f) and f.__module__ == mod.__name__
+                    and "U" in inspect.signature(f).parameters):
+                out.append(f)
+    return out
+
+
+def _skewed_with_extremes(n=240):
+    g = np.random.default_rng(8)
+    z = g.normal(size=n)
+    x = np.sin(z) - 2.0 * np.abs(g.normal(size=n))    # mean below the median
+    y = np.cos(z) + 2.0 * np.abs(g.normal(size=n))    # mean above the median
+    x[:4], y[:4] = [BIG, -BIG, BIG, -BIG], [-BIG, BIG, BIG, -BIG]
+    return x, y, z
+
+
+UNIT_BOX_CASES = {
+    "spline-auto-centres": dict(x_bound=3.0, y_bound=3.0, x_center="auto", y_center="auto"),
+    "spline-recentre": dict(x_bound=3.0, y_bound=3.0, center_epsilon=0.2),
+    "krr-recentre": dict(x_bound=3.0, y_bound=3.0, center_epsilon=0.2, regression="krr",
+                         n_blocks=20),
+    "krr": dict(x_bound=3.0, y_bound=3.0, regression="krr"),
+    "krr-auto": dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto",
+                     regression="krr", n_blocks=20),
+    "privcrt": None,
+}
+
+
+@pytest.mark.parametrize("case", list(UNIT_BOX_CASES))
+def test_responses_handed_to_the_fits_lie_in_the_unit_box(monkeypatch, case):
+    """Clipping, scaling and the private re-centring (which shifts by released means and
+    must clip again) hand the fits responses in [-1, 1]: the premise of every sensitivity
+    bound (|x|, |y| <= 1).  Spied on every fit function with a ``U`` parameter."""
+    seen = []
+
+    def spy(f):
+        sig = inspect.signature(f)
+
+        def wrapped(*args, **kwargs):
+            b = sig.bind(*args, **kwargs)
+            U = np.asarray(b.arguments["U"], dtype=np.float64)
+            seen.append((f.__name__, float(np.max(np.abs(U))) if U.size else 0.0))
+            return f(*args, **kwargs)
+        return wrapped
+
+    for f in _response_takers():
+        patch_everywhere(monkeypatch, f, spy(f))
+    x, y, z = _skewed_with_extremes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in (1, 2):
+            kw = UNIT_BOX_CASES[case]
+            if kw is None:
+                mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+                privci.privcrt(x, y, z, epsilon=1.0, model_x=mx, y_bound=3.0,
+                               x_residual_bound=3.0, rng=seed)
+            else:
+                privci.privgcm(x, y, z, epsilon=1.0, rng=seed, **kw)
+    assert seen, "no fit function with a U parameter was called: update the spy"
+    over = [(name, m) for name, m in seen if not m <= 1.0]
+    assert not over, f"responses outside [-1, 1] handed to the fits: {over}"
 
 
 # --------------------------------------------------------------------------- charge first
