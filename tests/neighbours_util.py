@@ -15,6 +15,13 @@ allows:
   ``errstate``: divide, over and invalid warn);
 * the un-noised transformations stay within their stated sensitivity.
 
+A search that can pass vacuously must fail instead: every entry point must
+return (not raise) on at least :data:`MIN_SUCCESS_SHARE` of the pairs of a
+search (a function that always raises the same error would otherwise pass),
+and a sensitivity check must come close enough to its constant to see a
+halved one: the largest ratio (change / stated sensitivity) seen must be at
+least :data:`MIN_REACHED_RATIO` (see :func:`tracking`).
+
 :func:`run_recorded` captures one call's observable behaviour,
 :func:`assert_indistinguishable` compares two, and the hypothesis strategies
 below draw neighbouring pairs that mix ordinary values with the extremes of
@@ -24,6 +31,7 @@ away).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -33,26 +41,92 @@ from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------- bookkeeping
 
-#: per entry point: number of neighbouring pairs compared and the largest
-#: (un-noised change) / (stated sensitivity) seen; printed at the end of the module.
+#: per entry point: number of neighbouring pairs compared, how many returned (both
+#: neighbours "ok"), the largest (un-noised change) / (stated sensitivity) seen and, for a
+#: loose constant, the largest change / (the sharp constant); printed at the end of the
+#: module.
 STATS: dict = {}
+_TRACKERS: list = []
+
+#: least share of the pairs of a search on which an entry point must return, not raise
+MIN_SUCCESS_SHARE = 0.5
+#: least largest ratio a sensitivity check must reach (a halved constant is then seen)
+MIN_REACHED_RATIO = 0.5
 
 
-def count_pair(entry, ratio=None, *, pairs=1):
-    """Count ``pairs`` compared pairs of ``entry`` and keep the largest ``ratio`` seen."""
-    s = STATS.setdefault(entry, {"pairs": 0, "max_ratio": None})
-    s["pairs"] += pairs
-    if ratio is not None and (s["max_ratio"] is None or not ratio <= s["max_ratio"]):
-        s["max_ratio"] = float(ratio)
+def _new_stats():
+    return {"pairs": 0, "ok": 0, "max_ratio": None, "max_sharp_ratio": None}
+
+
+def _raise_max(s, key, value):
+    if value is not None and (s[key] is None or not value <= s[key]):
+        s[key] = float(value)
+
+
+def count_pair(entry, ratio=None, *, pairs=1, ok=None, sharp_ratio=None):
+    """Count ``pairs`` compared pairs of ``entry`` (``ok``: both returned) and keep the
+    largest ``ratio`` (change / stated sensitivity) and ``sharp_ratio`` (change / the sharp
+    constant, for an entry whose stated constant is a looser one) seen."""
+    for table in [STATS] + _TRACKERS:
+        s = table.setdefault(entry, _new_stats())
+        s["pairs"] += pairs
+        if ok:
+            s["ok"] += pairs
+        _raise_max(s, "max_ratio", ratio)
+        _raise_max(s, "max_sharp_ratio", sharp_ratio)
+
+
+@contextlib.contextmanager
+def tracking():
+    """Collect, per entry point, what :func:`count_pair` records inside the block."""
+    seen = {}
+    _TRACKERS.append(seen)
+    try:
+        yield seen
+    finally:
+        _TRACKERS.remove(seen)
+
+
+def assert_enough_successes(seen, least=MIN_SUCCESS_SHARE, context=""):
+    """Every entry compared in ``seen`` returned on at least ``least`` of its pairs."""
+    for entry, s in seen.items():
+        if s["pairs"]:
+            share = s["ok"] / s["pairs"]
+            assert share >= least, (
+                f"{entry} returned on only {s['ok']} of {s['pairs']} neighbouring pairs "
+                f"({share:.0%} < {least:.0%}): a search that mostly compares two identical "
+                f"errors says little (an entry point that always raises would pass){context}")
+
+
+def assert_ratio_reached(seen, least=MIN_REACHED_RATIO, context=""):
+    """Every sensitivity check in ``seen`` reached ``least`` of its constant.
+
+    For a stated constant that is the sharp one, the largest ratio change / constant must
+    reach ``least``; for a looser constant (the paper's, at least twice the sharp one for
+    every lambda, so no pair can reach half of it), the largest change / the sharp constant
+    must.  Below ``least`` a constant halved by mistake would go unnoticed.
+    """
+    for entry, s in seen.items():
+        reached = s["max_sharp_ratio"] if s["max_sharp_ratio"] is not None else s["max_ratio"]
+        if s["max_ratio"] is None and s["max_sharp_ratio"] is None:
+            continue
+        assert reached is not None and reached >= least, (
+            f"{entry}: the largest sensitivity ratio seen is {reached!r} < {least}: the "
+            f"pairs do not come close enough to the constant to notice it halved{context}")
 
 
 def summary_lines():
-    lines = ["neighbour-consistency harness: pairs searched and largest sensitivity ratio"]
+    lines = ["neighbour-consistency harness: pairs searched (returned), largest sensitivity "
+             "ratio (change / stated constant) and change / sharp constant"]
     width = max([len(k) for k in STATS] + [10])
     for entry in sorted(STATS):
         s = STATS[entry]
         ratio = "-" if s["max_ratio"] is None else f"{s['max_ratio']:.6g}"
-        lines.append(f"  {entry.ljust(width)}  pairs {s['pairs']:6d}  max ratio {ratio}")
+        line = (f"  {entry.ljust(width)}  pairs {s['pairs']:6d} ({s['ok']:6d} returned)  "
+                f"max ratio {ratio}")
+        if s["max_sharp_ratio"] is not None:
+            line += f"  (of the sharp constant: {s['max_sharp_ratio']:.6g})"
+        lines.append(line)
     return lines
 
 
