@@ -21,8 +21,9 @@ NONE = K.clamped_knots([], T)                                     # 4 functions,
 ONEK = K.clamped_knots([0.7], T)
 REPEAT = K.clamped_knots([-1.0, 0.5, 0.5, 0.5, 2.0], T)          # a triple interior knot
 SKEW = K.clamped_knots([-3.99, -3.98, 0.0, 3.999], T)            # very short spans
+MANY = K.clamped_knots(norm.ppf(np.arange(1, 41) / 41) * 1.5, T)  # binary span search
 KNOTS = {"normal-quantile": NQ, "uniform": UNIF, "random": RNG_KNOTS, "none": NONE,
-         "one": ONEK, "repeated": REPEAT, "skewed": SKEW}
+         "one": ONEK, "repeated": REPEAT, "skewed": SKEW, "many": MANY}
 
 EXTREME_Z = np.array([0.0, -0.0, 5e-324, 1e-300, 0.13971001688186213, 0.13971029888186212,
                       T, -T, np.nextafter(T, 0), np.nextafter(-T, 0), 4.0000001, 1e308,
@@ -63,6 +64,7 @@ SPECS = [
     ("d5", [NQ] * 5, [], None),
     ("d5-varied", [NQ, UNIF, RNG_KNOTS, NONE, REPEAT], [(0, 3), (4, 1)], None),
     ("d3-skewed", [SKEW, ONEK, NQ], [(2, 0)], [(UNIF, SKEW)]),
+    ("d2-many-knots", [MANY, NQ], [(0, 1)], [(MANY, ONEK)]),
 ]
 
 

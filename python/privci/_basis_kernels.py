@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import get_num_threads, njit, prange, uint64
 
 __all__ = ["SCALE_BITS", "ONE", "MAX_ROWS", "BasisSpec", "clamped_knots", "make_basis",
            "spline_features", "accumulate", "residual_block_sums", "to_float",
@@ -249,30 +249,15 @@ def to_float(a):
 
 
 # --------------------------------------------------------------------------- row kernels
+#
+# Rows are processed in blocks of ROW_BLOCK: the basis of every (column, knot vector)
+# evaluation is computed for the whole block in loops over rows (which the compiler
+# vectorises), then each row's non-zero features are accumulated.
 
-@njit(cache=True, inline="always")
-def _find_span(knots, kv, L, t):
-    """Largest m in [3, L - 5] with knots[kv, m] <= t (t in [-T, T]): a non-empty span."""
-    lo = DEGREE
-    hi = L - DEGREE - 2
-    if hi - lo <= _LINEAR_SPAN:
-        # branch-free count of the interior knots <= t (few knots)
-        m = lo
-        for k in range(lo + 1, hi + 1):
-            m += knots[kv, k] <= t
-        return m
-    if t >= knots[kv, hi]:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if knots[kv, mid] <= t:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+ROW_BLOCK = 64
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _basis4(knots, inv_den, kv, m, t):
     """The 4 non-zero cubic B-splines at t on span m (Cox-de Boor, unrolled).
 
@@ -309,246 +294,320 @@ def _basis4(knots, inv_den, kv, m, t):
     return n0, n1, n2, n3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _q1(v):
-    """floor(clip(v, 0, 1) 2^F) (NaN -> 0)."""
-    if not v > 0.0:
-        return np.int64(0)
-    if v > 1.0:
-        return np.int64(ONE)
+    """floor(clip(v, 0, 1) 2^F) (NaN -> 0), branch-free."""
+    v = v if v > 0.0 else 0.0
+    v = v if v < 1.0 else 1.0
     return np.int64(math.floor(v * ONE))
 
 
-@njit(cache=True, inline="always")
-def _quantize4(n0, n1, n2, n3, q, e):
-    """q[e] = floor(clip(n, 0, 1) 2^F), then the largest (first on ties) decreased until
-    the sum is at most 2^F."""
-    q[e, 0] = _q1(n0)
-    q[e, 1] = _q1(n1)
-    q[e, 2] = _q1(n2)
-    q[e, 3] = _q1(n3)
-    s = q[e, 0] + q[e, 1] + q[e, 2] + q[e, 3]
+@njit(cache=True, inline="always", error_model="numpy")
+def _cut_to_one(q0, q1, q2, q3):
+    """While the sum exceeds 2^F, decrease the largest (the first on ties) by the excess
+    (at most down to 0)."""
+    s = q0 + q1 + q2 + q3
     while s > ONE:
-        am = 0
-        for a in range(1, DEGREE + 1):
-            if q[e, a] > q[e, am]:
-                am = a
-        dec = min(s - ONE, q[e, am])
-        q[e, am] -= dec
+        m = max(max(q0, q1), max(q2, q3))
+        dec = min(s - ONE, m)
+        if q0 == m:
+            q0 -= dec
+        elif q1 == m:
+            q1 -= dec
+        elif q2 == m:
+            q2 -= dec
+        else:
+            q3 -= dec
         s -= dec
+    return q0, q1, q2, q3
 
 
-@njit(cache=True, inline="always")
-def _clip_t(v, T):
-    if v != v:
-        return 0.0
-    if v > T:
-        return T
-    if v < -T:
-        return -T
-    return v
+@njit(cache=True, error_model="numpy")
+def _quantize4(n0, n1, n2, n3, q, e):
+    """q[e] = the quantized values of one evaluation (``_q1`` then ``_cut_to_one``)."""
+    q0, q1, q2, q3 = _cut_to_one(_q1(n0), _q1(n1), _q1(n2), _q1(n3))
+    q[e, 0] = q0
+    q[e, 1] = q1
+    q[e, 2] = q2
+    q[e, 3] = q3
 
 
-@njit(cache=True, inline="always")
-def _eval_row(z, i, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, span, q):
-    """Spans and quantized basis values of row i for every (column, knot vector) pair."""
-    for j in range(z.shape[1]):
-        tt[j] = _clip_t((z[i, j] - zc[j]) / zs[j], T)
+@njit(cache=True, inline="always", error_model="numpy")
+def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S, Q):
+    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1."""
     for e in range(eval_col.shape[0]):
-        t = tt[eval_col[e]]
+        j = eval_col[e]
         kv = eval_kv[e]
-        m = _find_span(knots, kv, knot_len[kv], t)
-        n0, n1, n2, n3 = _basis4(knots, inv_den, kv, m, t)
-        _quantize4(n0, n1, n2, n3, q, e)
-        span[e] = m
+        L = knot_len[kv]
+        c = zc[j]
+        sc = zs[j]
+        for r in range(nb):
+            v = (z[i0 + r, j] - c) / sc
+            v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
+            v = v if v < T else T
+            tt[r] = v if v > -T else -T
+        # the span: the largest m in [3, L - 5] with knots[m] <= t (non-empty)
+        for r in range(nb):
+            S[e, r] = DEGREE
+        if L - 2 * (DEGREE + 1) <= _LINEAR_SPAN:
+            for k in range(DEGREE + 1, L - DEGREE - 1):
+                kk = knots[kv, k]
+                for r in range(nb):
+                    S[e, r] += kk <= tt[r]
+        else:
+            for r in range(nb):
+                lo = DEGREE
+                hi = L - DEGREE - 2
+                t = tt[r]
+                if t >= knots[kv, hi]:
+                    lo = hi
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if knots[kv, mid] <= t:
+                        lo = mid
+                    else:
+                        hi = mid
+                S[e, r] = lo
+        for r in range(nb):
+            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[r])
+            Q[e, 0, r] = _q1(n0)
+            Q[e, 1, r] = _q1(n1)
+            Q[e, 2, r] = _q1(n2)
+            Q[e, 3, r] = _q1(n3)
+        for r in range(nb):
+            if Q[e, 0, r] + Q[e, 1, r] + Q[e, 2, r] + Q[e, 3, r] > ONE:
+                Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r] = _cut_to_one(
+                    Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r])
 
 
-@njit(cache=True, inline="always")
-def _row_runs(span, q, knot_len, block_eval, block_kv, block_offset, run_start, run_val):
-    """The row's non-zero features as runs of 4 consecutive indices, increasing."""
+@njit(cache=True, inline="always", error_model="numpy")
+def _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start, run_val):
+    """Row r's non-zero features as runs of 4 consecutive indices, increasing."""
     c = 0
     for b in range(block_eval.shape[0]):
         e1 = block_eval[b, 0]
         e2 = block_eval[b, 1]
-        m1 = span[e1] - DEGREE
+        m1 = S[e1, r] - DEGREE
         if e2 < 0:
             run_start[c] = block_offset[b] + m1
             for a in range(DEGREE + 1):
-                run_val[c, a] = q[e1, a]
+                run_val[c, a] = Q[e1, a, r]
             c += 1
         else:
             w2 = knot_len[block_kv[b, 1]] - (DEGREE + 1)
-            m2 = span[e2] - DEGREE
+            m2 = S[e2, r] - DEGREE
             for a in range(DEGREE + 1):
-                qa = q[e1, a]
+                qa = Q[e1, a, r]
                 run_start[c] = block_offset[b] + (m1 + a) * w2 + m2
                 for bb in range(DEGREE + 1):
-                    run_val[c, bb] = (qa * q[e2, bb]) >> SCALE_BITS
+                    run_val[c, bb] = (qa * Q[e2, bb, r]) >> SCALE_BITS
                 c += 1
     return c
 
 
-@njit(cache=True, inline="always")
-def _quantize_u(v, c, b):
-    """trunc(clip((v - c) / b, -1, 1) 2^F), NaN -> 0."""
-    u = (v - c) / b
-    if u != u:
-        u = 0.0
-    elif u > 1.0:
-        u = 1.0
-    elif u < -1.0:
-        u = -1.0
-    return np.int64(u * ONE)
-
-
-@njit(cache=True, inline="always")
-def _row_u(x, y, i, xc, xb, yc, yb, uq):
-    px = x.shape[1]
-    for c in range(px):
-        uq[c] = _quantize_u(x[i, c], xc[c], xb[c])
-    for c in range(y.shape[1]):
-        uq[px + c] = _quantize_u(y[i, c], yc[c], yb[c])
+@njit(cache=True, inline="always", error_model="numpy")
+def _u_block(x, i0, nb, center, bound, off, U):
+    """U[off + c, r] = trunc(clip((x - center) / bound, -1, 1) 2^F), NaN -> 0."""
+    for c in range(x.shape[1]):
+        ce = center[c]
+        bo = bound[c]
+        for r in range(nb):
+            u = (x[i0 + r, c] - ce) / bo
+            u = 0.0 if u != u else u
+            u = u if u < 1.0 else 1.0
+            u = u if u > -1.0 else -1.0
+            U[off + c, r] = np.int64(u * ONE)
 
 
 # --------------------------------------------------------------------------- kernels
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, block_eval,
                   block_kv, block_offset, n_runs, out):
     """Dense int64 features of every row of z into out (n, P) (one thread: small n)."""
     n = z.shape[0]
     ne = eval_col.shape[0]
-    tt = np.empty(z.shape[1])
-    span = np.empty(ne, dtype=np.int64)
-    q = np.empty((ne, DEGREE + 1), dtype=np.int64)
+    tt = np.empty(ROW_BLOCK)
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     run_start = np.empty(n_runs, dtype=np.int64)
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
-    for i in range(n):
-        _eval_row(z, i, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, span, q)
-        _row_runs(span, q, knot_len, block_eval, block_kv, block_offset, run_start,
-                  run_val)
-        for p in range(out.shape[1]):
-            out[i, p] = 0
-        for r in range(n_runs):
-            for a in range(DEGREE + 1):
-                out[i, run_start[r] + a] = run_val[r, a]
+    for i0 in range(0, n, ROW_BLOCK):
+        nb = min(ROW_BLOCK, n - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S,
+                    Q)
+        for r in range(nb):
+            _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
+                      run_val)
+            for p in range(out.shape[1]):
+                out[i0 + r, p] = 0
+            for k in range(n_runs):
+                for a in range(DEGREE + 1):
+                    out[i0 + r, run_start[k] + a] = run_val[k, a]
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
     """Add the rows' upper-triangle Gram and cross-product terms into G[part], B[part].
 
-    G : (parts, n_groups, P, P) int64, B : (parts, n_groups, P, px + py) int64; the rows
-    are cut into ``parts`` contiguous ranges, one per thread.  Only entries (a, c) with
-    a <= c of G are touched.
+    G : (parts, n_groups, P, P) int64, B : (parts, n_groups, P, px + py) int64, both
+    C-contiguous; the rows are cut into ``parts`` contiguous ranges, one per thread.  Only
+    entries (a, c) with a <= c of G are touched.
     """
     n = z.shape[0]
     nparts = G.shape[0]
+    ng = G.shape[1]
+    P = G.shape[2]
     ne = eval_col.shape[0]
+    px = x.shape[1]
     pu = B.shape[3]
+    uP = uint64(P)
+    upu = uint64(pu)
+    Gf = G.reshape(-1)
+    Bf = B.reshape(-1)
     for part in prange(nparts):
         lo = part * n // nparts
         hi = (part + 1) * n // nparts
-        tt = np.empty(z.shape[1])
-        span = np.empty(ne, dtype=np.int64)
-        q = np.empty((ne, DEGREE + 1), dtype=np.int64)
+        tt = np.empty(ROW_BLOCK)
+        S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+        Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+        U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
         run_start = np.empty(n_runs, dtype=np.int64)
         run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
-        uq = np.empty(pu, dtype=np.int64)
-        for i in range(lo, hi):
-            g = group[i]
-            _eval_row(z, i, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, span, q)
-            _row_runs(span, q, knot_len, block_eval, block_kv, block_offset, run_start,
-                      run_val)
-            _row_u(x, y, i, xc, xb, yc, yb, uq)
-            for r1 in range(n_runs):
-                s1 = run_start[r1]
-                for a in range(DEGREE + 1):
-                    va = run_val[r1, a]
-                    if va == 0:
-                        continue
-                    ra = s1 + a
+        for i0 in range(lo, hi, ROW_BLOCK):
+            nb = min(ROW_BLOCK, hi - i0)
+            _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+                        S, Q)
+            _u_block(x, i0, nb, xc, xb, 0, U)
+            _u_block(y, i0, nb, yc, yb, px, U)
+            for r in range(nb):
+                _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
+                          run_val)
+                gbase = uint64((part * ng + group[i0 + r]) * P)
+                for r1 in range(n_runs):
+                    s1 = uint64(run_start[r1])
+                    v0 = run_val[r1, 0]
+                    v1 = run_val[r1, 1]
+                    v2 = run_val[r1, 2]
+                    v3 = run_val[r1, 3]
+                    o0 = (gbase + s1) * uP + s1
+                    o1 = o0 + uP
+                    o2 = o1 + uP
+                    o3 = o2 + uP
                     # the run's own 4 x 4 block: upper triangle only
-                    for c in range(a, DEGREE + 1):
-                        G[part, g, ra, s1 + c] += va * run_val[r1, c]
+                    Gf[o0] += v0 * v0
+                    Gf[o0 + uint64(1)] += v0 * v1
+                    Gf[o0 + uint64(2)] += v0 * v2
+                    Gf[o0 + uint64(3)] += v0 * v3
+                    Gf[o1 + uint64(1)] += v1 * v1
+                    Gf[o1 + uint64(2)] += v1 * v2
+                    Gf[o1 + uint64(3)] += v1 * v3
+                    Gf[o2 + uint64(2)] += v2 * v2
+                    Gf[o2 + uint64(3)] += v2 * v3
+                    Gf[o3 + uint64(3)] += v3 * v3
+                    # the later runs' 4 x 4 blocks (all in the upper triangle)
                     for r2 in range(r1 + 1, n_runs):
-                        s2 = run_start[r2]
-                        for c in range(DEGREE + 1):
-                            G[part, g, ra, s2 + c] += va * run_val[r2, c]
+                        d2 = uint64(run_start[r2]) - s1
+                        w0 = run_val[r2, 0]
+                        w1 = run_val[r2, 1]
+                        w2 = run_val[r2, 2]
+                        w3 = run_val[r2, 3]
+                        Gf[o0 + d2] += v0 * w0
+                        Gf[o0 + d2 + uint64(1)] += v0 * w1
+                        Gf[o0 + d2 + uint64(2)] += v0 * w2
+                        Gf[o0 + d2 + uint64(3)] += v0 * w3
+                        Gf[o1 + d2] += v1 * w0
+                        Gf[o1 + d2 + uint64(1)] += v1 * w1
+                        Gf[o1 + d2 + uint64(2)] += v1 * w2
+                        Gf[o1 + d2 + uint64(3)] += v1 * w3
+                        Gf[o2 + d2] += v2 * w0
+                        Gf[o2 + d2 + uint64(1)] += v2 * w1
+                        Gf[o2 + d2 + uint64(2)] += v2 * w2
+                        Gf[o2 + d2 + uint64(3)] += v2 * w3
+                        Gf[o3 + d2] += v3 * w0
+                        Gf[o3 + d2 + uint64(1)] += v3 * w1
+                        Gf[o3 + d2 + uint64(2)] += v3 * w2
+                        Gf[o3 + d2 + uint64(3)] += v3 * w3
+                    bo = (gbase + s1) * upu
                     for c in range(pu):
-                        B[part, g, ra, c] += va * uq[c]
+                        uc = U[c, r]
+                        Bf[bo + uint64(c)] += v0 * uc
+                        Bf[bo + upu + uint64(c)] += v1 * uc
+                        Bf[bo + uint64(2) * upu + uint64(c)] += v2 * uc
+                        Bf[bo + uint64(3) * upu + uint64(c)] += v3 * uc
     return G, B
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
-                       eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef_x,
-                       coef_y, block, S):
-    """Add the rows' quantized residual products into S[part, block[i]] (k columns px*py)."""
+                       eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
+                       block, S_out):
+    """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
+
+    ``coef`` (P, px + py) holds the x columns' coefficients, then the y columns'.
+    """
     n = z.shape[0]
-    nparts = S.shape[0]
+    nparts = S_out.shape[0]
     ne = eval_col.shape[0]
     px = x.shape[1]
     py = y.shape[1]
+    pu = px + py
     for part in prange(nparts):
         lo = part * n // nparts
         hi = (part + 1) * n // nparts
-        tt = np.empty(z.shape[1])
-        span = np.empty(ne, dtype=np.int64)
-        q = np.empty((ne, DEGREE + 1), dtype=np.int64)
+        tt = np.empty(ROW_BLOCK)
+        S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+        Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+        U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
         run_start = np.empty(n_runs, dtype=np.int64)
         run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
-        uq = np.empty(px + py, dtype=np.int64)
-        px_acc = np.empty(px)
-        py_acc = np.empty(py)
-        rx = np.empty(px)
-        ry = np.empty(py)
-        for i in range(lo, hi):
-            _eval_row(z, i, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, span, q)
-            _row_runs(span, q, knot_len, block_eval, block_kv, block_offset, run_start,
-                      run_val)
-            _row_u(x, y, i, xc, xb, yc, yb, uq)
-            for c in range(px):
-                px_acc[c] = 0.0
-            for c in range(py):
-                py_acc[c] = 0.0
-            for r in range(n_runs):
-                s0 = run_start[r]
-                for a in range(DEGREE + 1):
-                    v = run_val[r, a]
-                    if v == 0:
-                        continue
-                    ph = v * _INV_ONE
-                    for c in range(px):
-                        px_acc[c] += ph * coef_x[s0 + a, c]
-                    for c in range(py):
-                        py_acc[c] += ph * coef_y[s0 + a, c]
-            for c in range(px):
-                pr = px_acc[c]
-                if not math.isfinite(pr):
-                    pr = 0.0
-                pr = min(max(pr, -1.0), 1.0)
-                rx[c] = min(max(uq[c] * _INV_ONE - pr, -1.0), 1.0)
-            for c in range(py):
-                pr = py_acc[c]
-                if not math.isfinite(pr):
-                    pr = 0.0
-                pr = min(max(pr, -1.0), 1.0)
-                ry[c] = min(max(uq[px + c] * _INV_ONE - pr, -1.0), 1.0)
-            blk = block[i]
-            for b in range(py):
-                for a in range(px):
-                    prod = min(max(rx[a] * ry[b], -1.0), 1.0)
-                    S[part, blk, a + px * b] += np.int64(prod * _ONE2_F)
-    return S
+        res = np.empty(pu)
+        for i0 in range(lo, hi, ROW_BLOCK):
+            nb = min(ROW_BLOCK, hi - i0)
+            _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+                        S, Q)
+            _u_block(x, i0, nb, xc, xb, 0, U)
+            _u_block(y, i0, nb, yc, yb, px, U)
+            for r in range(nb):
+                _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
+                          run_val)
+                # phi @ coef over the non-zero features in increasing index, two columns at
+                # a time in registers
+                for c0 in range(0, pu, 2):
+                    c1 = min(c0 + 1, pu - 1)
+                    acc0 = 0.0
+                    acc1 = 0.0
+                    for k in range(n_runs):
+                        s0 = run_start[k]
+                        for a in range(DEGREE + 1):
+                            v = run_val[k, a]
+                            if v == 0:
+                                continue
+                            ph = v * _INV_ONE
+                            acc0 += ph * coef[s0 + a, c0]
+                            acc1 += ph * coef[s0 + a, c1]
+                    res[c0] = acc0
+                    res[c1] = acc1
+                for c in range(pu):
+                    pr = res[c]
+                    pr = pr if math.isfinite(pr) else 0.0
+                    pr = min(max(pr, -1.0), 1.0)
+                    res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+                blk = block[i0 + r]
+                for b in range(py):
+                    ryb = res[px + b]
+                    for a in range(px):
+                        prod = min(max(res[a] * ryb, -1.0), 1.0)
+                        S_out[part, blk, a + px * b] += np.int64(prod * _ONE2_F)
+    return S_out
 
 
 # the same kernels compiled without threads: small calls skip the parallel region's
 # start-up and barrier (milliseconds when the cores are busy)
-_accumulate_serial = njit(cache=True)(accumulate_into.py_func)
-_residual_serial = njit(cache=True)(residual_sums_into.py_func)
+_accumulate_serial = njit(cache=True, error_model="numpy")(accumulate_into.py_func)
+_residual_serial = njit(cache=True, error_model="numpy")(residual_sums_into.py_func)
 
 
 # --------------------------------------------------------------------------- wrappers
@@ -697,6 +756,7 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
                          f"got {cx.shape} and {cy.shape}")
     if k < 1:
         raise ValueError("`k` must be at least 1")
+    coef = np.ascontiguousarray(np.hstack([cx, cy]))
     block = np.asarray(block)
     if block.shape != (n,):
         raise ValueError(f"`block` must have shape ({n},); got {block.shape}")
@@ -706,5 +766,5 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         kk = min(_n_parts(hi - lo, 0), nparts)
         kern = residual_sums_into if kk > 1 else _residual_serial
         kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, cx, cy, _labels(block, n, lo, hi, k, "block"), S[:kk])
+             spec.n_runs, coef, _labels(block, n, lo, hi, k, "block"), S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]
