@@ -566,7 +566,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         raise ValueError("on Dask arrays the spline fit needs public `z_center` and `z_scale` "
                          "(in memory they default to private 'auto' values, not available on "
                          "Dask yet: release them on a sample with privci.bounds.private_bounds "
-                         "and private_scale, or pass known values); got "
+                         "and private_scale, or pass known values, both in z's own units as "
+                         "privgcm's privacy.bounds states them); got "
                          f"z_center={z_center!r}, z_scale={z_scale!r}.")
     if z_center is None:
         z_center = 0.0

@@ -410,6 +410,65 @@ def _warn_if_unreliable(n, epsilon_each):
                       "give a public range.", UnreliableQuantileWarning, stacklevel=3)
 
 
+def _reliability(what, n, epsilon, k=1, unit="rows"):
+    """The public reliability of ``k`` quantiles sharing ``epsilon`` on ``n`` values.
+
+    Public numbers only (``n``, ``epsilon`` and ``k`` are fixed by the caller's
+    arguments and the data's shape, never by its values), and the same
+    split as :func:`_release_columns` / :func:`private_scale`
+    (:func:`_split`).  Returns None when n x epsilon-per-quantile is at least
+    60, else ``(what, n, epsilon_each, unit)`` for :func:`_report_unreliable`.
+    """
+    e = _split(epsilon, k)
+    return None if n * e >= _UNRELIABLE_N_EPS else (what, int(n), e, unit)
+
+
+def _unreliable_caveat(what, n, epsilon_each, unit="rows"):
+    """The privacy record's caveat for one unreliable release (public numbers only)."""
+    return (f"the released {what} used epsilon {epsilon_each:.3g} per quantile on {n} {unit}: "
+            f"n x epsilon = {n * epsilon_each:.3g} is below {_UNRELIABLE_N_EPS:g}, where the "
+            "private quantiles are unreliable (close to a uniform draw among the candidates; "
+            "see privci.bounds) and the released value may be far off; the guarantee is "
+            "unaffected.")
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of the innermost caller outside the privci package (for warnings
+    raised from its entry points, whatever wrappers sit in between)."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1   # the function that will call warnings.warn
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _report_unreliable(notes, entry):
+    """Warn about the unreliable releases of an entry point and return their caveats.
+
+    ``notes`` are the results of :func:`_reliability` (None entries are
+    skipped).  Called outside :func:`privci.mechanisms.quiet` and before
+    the releases, so that a warning which depends only on public numbers
+    reaches the user (inside ``quiet()`` it was swallowed) while nothing
+    that depends on the data can.  One :class:`UnreliableQuantileWarning`
+    names every unreliable release; it points at the user's call.
+    """
+    notes = [nt for nt in notes if nt is not None]
+    if not notes:
+        return []
+    import warnings
+    listed = ", ".join(f"{what} ({n} {unit} x epsilon {e:.3g} = {n * e:.3g})"
+                       for what, n, e, unit in notes)
+    warnings.warn(f"{entry}: n x epsilon per quantile is below {_UNRELIABLE_N_EPS:g} for the "
+                  f"released {listed}: the private quantiles are close to a uniform draw among "
+                  "the candidates and these values may be far off (the guarantee is "
+                  "unaffected; the result's caveats say which).  Spend more epsilon on them "
+                  "(bounds_epsilon) or pass public values.", UnreliableQuantileWarning,
+                  stacklevel=_user_stacklevel())
+    return [_unreliable_caveat(*nt) for nt in notes]
+
+
 def _abs_difference(a, b):
     """|a - b| elementwise, mapped into the finite floats without a warning.
 

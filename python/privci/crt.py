@@ -328,8 +328,12 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
     if charge is not None:   # after every check, before anything is computed from the data
         charge()
     if any(is_auto.values()):
-        from .bounds import _auto_public_parameters
+        from .bounds import _auto_public_parameters, _reliability, _report_unreliable
         eps_b, brng, out = auto
+        # outside quiet(), before the release: public numbers only (n, epsilon, what is 'auto')
+        unreliable = _report_unreliable([_reliability(
+            "/".join(k for k in ("y_center", "x_residual_bound", "y_bound") if is_auto[k]),
+            n, eps_b, sum(is_auto.values()))], "privcrt")
         # the observed x's model-X residual: a row-wise map with the public law
         if plan["mean_arr"] is not None:
             mu = sanitize(plan["mean_arr"])
@@ -349,6 +353,7 @@ def _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_
         if rel.get("y_center") is not None:
             yc = float(np.asarray(rel["y_center"])[0])
         out.update(rel)
+        out["caveats"] = tuple(rel.get("caveats", ())) + tuple(unreliable)
     rx_all = _private_x_residuals(plan, xa, za, rng, xrb)
     with quiet():
         u = _kernels.clip_scale(ya - yc, np.array([yb]))

@@ -840,6 +840,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if np.any(zc != 0):
             with quiet():
                 inp.za = _finite(inp.za - zc)
+    zs_pub = None   # a public z_scale: the released z centre is in units of z / zs_pub
     if z_scale is not None and not scale_auto:
         zs_pub = V.positive_bounds(z_scale, "z_scale", inp.za.shape[1])
         with quiet():
@@ -849,8 +850,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     auto_params = None
     scale_params = None
     zcentre_params = None
+    from .bounds import _reliability, _report_unreliable
+    notes = []   # public numbers only: which releases have too small an n x epsilon
     if scale_auto or zc_auto:
-        from .bounds import private_bounds, private_scale
         n_auto = sum(auto.values())
         # z's share of bounds_epsilon: one part per released z quantity against one per
         # released x / y item
@@ -860,6 +862,24 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
         eps_zc = eps_z / 2.0 if (scale_auto and zc_auto) else eps_z
         eps_zs = _remaining_budget(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
+        eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
+        if zc_auto:
+            notes.append(_reliability("z_center", inp.n, eps_zc, d))
+        if scale_auto:
+            notes.append(_reliability("z_scale", inp.n // 2, eps_zs, d,
+                                      unit="paired differences"))
+    else:
+        eps_b_rest = eps_b
+    if eps_b is not None and any(auto.values()):
+        k_xy = ((int(auto["x_center"]) + int(auto["x_bound"])) * inp.p
+                + (int(auto["y_center"]) + int(auto["y_bound"])) * inp.q)
+        notes.append(_reliability(
+            "/".join(nm for nm in ("x_center", "y_center", "x_bound", "y_bound") if auto[nm]),
+            inp.n, eps_b_rest, k_xy))
+    # outside quiet(), before any release: the warning depends on public numbers only
+    unreliable_caveats = _report_unreliable(notes, "privgcm")
+    if scale_auto or zc_auto:
+        from .bounds import private_bounds, private_scale
         if zc_auto:
             with quiet():
                 zcentre_params = private_bounds(inp.za, epsilon=eps_zc, center=True, bound=False,
@@ -869,9 +889,6 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             with quiet():
                 scale_params = private_scale(inp.za, epsilon=eps_zs, rng=user_rng)
                 inp.za = _finite(inp.za / np.asarray(scale_params.scale, dtype=np.float64))
-        eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
-    else:
-        eps_b_rest = eps_b
     if eps_b is not None and any(auto.values()):
         from .bounds import _auto_public_parameters
         with quiet():
@@ -946,6 +963,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                      f"({', '.join(auto_params['released'])})")
         pieces.append(f"bounds: {auto_params['mechanism']} (epsilon {auto_params['epsilon']:g})")
         caveats.extend(auto_params.get("caveats", ()))
+    caveats.extend(unreliable_caveats)
     if centre_info is not None:
         parts.append(f"{eps_c:g} for the released centres")
         pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
@@ -969,6 +987,15 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         xb, yb, xcu, ycu = rp.x_bound, rp.y_bound, rp.x_center, rp.y_center
         sens, lam, kind, hard = rp.sensitivity, rp.ridge_lambda, inp.kind, info.hardened
         ksig = rp.kernel_sigma if inp.za is not None else None
+    zc_record = None
+    if zcentre_params is not None:
+        # in z's own units: with a public z_scale the centre was released on z / z_scale, so
+        # that passing the record back as a public z_center reproduces the centring
+        zc_record = np.asarray(zcentre_params.center, dtype=np.float64)
+        if zs_pub is not None:
+            with np.errstate(all="ignore"):   # released value x public scale: post-processing
+                zc_record = np.clip(zc_record * zs_pub, -np.finfo(np.float64).max,
+                                    np.finfo(np.float64).max)
     record = PrivacyRecord(
         epsilon=eps, mechanism=mechanism, sensitivity=sens,
         noise_scale=info.scale, hardened=hard, ridge_lambda=lam,
@@ -977,8 +1004,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
                 "y_bound": tuple(np.asarray(yb, dtype=float).tolist()),
                 "x_center": tuple(np.asarray(xcu, dtype=float).tolist()),
                 "y_center": tuple(np.asarray(ycu, dtype=float).tolist()),
-                **({"z_center": tuple(float(c) for c in zcentre_params.center)}
-                   if zcentre_params is not None else {}),
+                **({"z_center": tuple(zc_record.tolist())} if zc_record is not None else {}),
                 **({"z_scale": tuple(float(s) for s in scale_params.scale)}
                    if scale_params is not None else {})},
         guarantee=guarantee_text(
