@@ -1,8 +1,10 @@
 """Fused numba kernels of the released spline regression's two passes (issue 25).
 
-The basis is evaluated row by row inside the kernels: nothing n x P is ever built, the
-kernels' memory is O(threads * groups * P^2), and the Python wrappers convert the inputs
-chunk by chunk (O(chunk * d)) only when they are not already C-contiguous float64.
+The basis is evaluated inside the kernels, 64 rows at a time: nothing n x P is ever
+built, the kernels' memory is O(threads * groups * P^2), and the Python wrappers convert
+the inputs chunk by chunk (O(chunk * d)) only when they are not already C-contiguous
+float64.  Each row adds only its non-zero block entries (4 per additive block, 16 per
+tensor block) at their known offsets.
 
 **Basis (fixed point, so every sum is exact).**  With F = ``SCALE_BITS`` = 16:
 
@@ -11,7 +13,9 @@ chunk by chunk (O(chunk * d)) only when they are not already C-contiguous float6
   knot repeated 4 times at -T and +T, any interior knots strictly inside (-T, T));
 * per row, t_j = (z_j - center_j) / scale_j in float64, NaN -> 0, clipped to [-T, T]
   (+-inf -> +-T); the 4 non-zero cubic B-splines at t_j (Cox-de Boor on the knot span,
-  the last span at t = +T) are clipped to [0, 1] and quantized q = floor(v 2^F) (int64);
+  the last span at t = +T; each division by a knot difference is a multiplication by
+  its tabulated reciprocal, ``BasisSpec.inv_den``) are clipped to [0, 1] and quantized
+  q = floor(v 2^F) (int64);
   if sum q > 2^F the largest q (the first, on ties) is decreased until the sum is 2^F;
 * an additive block's features are the q's at their span (K + 4 features for K interior
   knots); a tensor block's are (q_a q_b) >> F at index a (K2 + 4) + b.
@@ -59,7 +63,6 @@ _MIN_ROWS_PER_PART = 2048
 _LINEAR_SPAN = 24                           # interior knots up to which the span is counted
 
 _INV_ONE = 1.0 / ONE
-_INV_ONE2 = 1.0 / (ONE * ONE)
 _ONE2_F = float(ONE * ONE)
 
 
@@ -664,7 +667,10 @@ def _f64(a, lo, hi):
 def _labels(lab, n, lo, hi, n_labels, name):
     if lab is None:
         return np.zeros(hi - lo, dtype=np.int64)
-    out = np.ascontiguousarray(lab[lo:hi], dtype=np.int64)
+    part = np.asarray(lab[lo:hi])
+    if part.size and part.dtype.kind not in "iub":
+        raise ValueError(f"`{name}` must hold integers; got dtype {part.dtype}")
+    out = np.ascontiguousarray(part, dtype=np.int64)
     if out.size and (out.min() < 0 or out.max() >= n_labels):
         raise ValueError(f"`{name}` must lie in [0, {n_labels})")
     return out
