@@ -22,8 +22,10 @@ use every core they see).  Times are the minimum over interleaved repeats (5 / 3
 at n = 10^4 / 10^5 / 10^6 / 10^7).
 
 A method is skipped at a size where its memory would exceed ``--mem-gb`` (default 8 GB):
-predicted from its measured peak per row at the previous size of the same d (or, before
-any measurement, for (d), from the dense design matrix it builds).
+predicted from its measured peaks at the previous sizes of the same d (or, before any
+measurement, for (d), from the dense design matrix it builds); or where one call would
+take longer than ``--max-call-s`` (default 1800 s), predicted linearly in n from the
+previous size.
 
 Run: ``nice -n 10 python3 tests/benchmarks/bench_basis.py [--quick] [--n 10000,100000]
 [--d 1,5] [--out DIR]``.  The table is printed; with ``--out`` (or $PRIVCI_BENCH_OUT) it is
@@ -176,10 +178,19 @@ def _predict(method, n, d, hist):
     return data
 
 
-def _fmt_t(v):
+def _predict_time(method, n, hist):
+    """Predicted seconds of one call at n rows, linear in n from the last measured size."""
+    pts = [(r["n"], r["time"][method]) for r in hist if r["time"].get(method) is not None]
+    if not pts:
+        return 0.0
+    n0, t0 = pts[-1]
+    return t0 * n / n0
+
+
+def _fmt_t(v, why=None):
     if v is None:
-        return "skipped"
-    return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
+        return f"skipped ({why})" if why else "skipped"
+    return f"{v * 1e3:.3g} ms" if v < 1 else f"{v:.3g} s"
 
 
 def _fmt_mb(v):
@@ -197,8 +208,10 @@ def _table(results):
     for r in results:
         t, p = r["time"], r["peak"]
         a, b, c, dd = (t.get(m) for m in METHODS)
-        lines.append(f"| {r['n']:.0e} | {r['d']} | {r['P']} | {_fmt_t(a)} | {_fmt_t(b)} | "
-                     f"{_fmt_t(c)} | {_fmt_t(dd)} | {_ratio(a, c)} | {_ratio(b, c)} | "
+        why = r.get("why", {})
+        lines.append(f"| {r['n']:.0e} | {r['d']} | {r['P']} | {_fmt_t(a, why.get('privgcm'))} "
+                     f"| {_fmt_t(b, why.get('kernels'))} | {_fmt_t(c)} | "
+                     f"{_fmt_t(dd, why.get('scipy'))} | {_ratio(a, c)} | {_ratio(b, c)} | "
                      f"{_ratio(dd, b)} | {_fmt_mb(p.get('privgcm'))} | "
                      f"{_fmt_mb(p.get('kernels'))} | {_fmt_mb(p.get('scipy'))} |")
     return lines
@@ -212,6 +225,8 @@ def main():
     ap.add_argument("--d", default=",".join(map(str, DIMS)), help="comma-separated d")
     ap.add_argument("--mem-gb", type=float, default=8.0,
                     help="skip a method where its predicted memory exceeds this")
+    ap.add_argument("--max-call-s", type=float, default=1800.0,
+                    help="skip a method where one call is predicted to take longer (s)")
     ap.add_argument("--out", default=os.environ.get("PRIVCI_BENCH_OUT"),
                     help="also write bench_basis.md / .json here")
     args = ap.parse_args()
@@ -229,17 +244,23 @@ def main():
     print("| n | d | method times ... (one line per (n, d); the table follows)", flush=True)
     for n in sizes:
         for d in dims:
-            skip = [m for m in ("privgcm", "scipy", "kernels")
-                    if _predict(m, n, d, hist[d]) > limit]
+            why = {}
+            for m in ("privgcm", "scipy", "kernels"):
+                if _predict(m, n, d, hist[d]) > limit:
+                    why[m] = f"> {limit / 2**30:.0f} GB"
+                elif _predict_time(m, n, hist[d]) > args.max_call_s:
+                    why[m] = f"> {args.max_call_s:g} s"
+            skip = sorted(why)
             if n * (d + 2) * 8 * 1.2 > limit:
                 print(f"n = {n}, d = {d}: the data alone exceed the memory limit; skipped")
                 continue
             r = C.run_worker(os.path.abspath(__file__), [n, d, ",".join(skip) or "-"])
             for m in METHODS:
                 r["time"].setdefault(m, None)
+            r["why"] = why
             results.append(r)
             hist[d].append(r)
-            print(" ".join(f"{m}={_fmt_t(r['time'][m])}" for m in METHODS),
+            print(" ".join(f"{m}={_fmt_t(r['time'][m], why.get(m))}" for m in METHODS),
                   f"n={n} d={d} (load {r['loadavg'][0]:.1f})", flush=True)
     note_after = C.machine_note()
     table = _table(results)
