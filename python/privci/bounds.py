@@ -396,7 +396,13 @@ class ReleasedParameters:
 
 
 class UnreliableQuantileWarning(UserWarning):
-    """n x epsilon is too small for the private quantiles to be informative."""
+    """n x epsilon is too small for the private quantiles to be informative.
+
+    It depends on public numbers only (n, epsilon and what is released), so
+    :func:`privci.privgcm` and :func:`privci.privcrt` raise it too, for their
+    "auto" parameters, before any release and outside their silenced
+    sections, and state it among the result's ``privacy.caveats``.
+    """
 
 
 def _warn_if_unreliable(n, epsilon_each):
