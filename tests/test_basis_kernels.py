@@ -408,7 +408,8 @@ def test_memory_is_per_chunk():
     z = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
     x = rng.normal(size=n).astype(np.float32)
     group = (np.arange(n) % 2).astype(np.int32)
-    K.accumulate(z[:10], x[:10], x[:10], 0, 1, 0, 4, 0, 4, spec, group[:10], 2)  # compile
+    for m in (10, 3 * K._MIN_ROWS_PER_PART):       # compile the serial and parallel kernels
+        K.accumulate(z[:m], x[:m], x[:m], 0, 1, 0, 4, 0, 4, spec, group[:m], 2)
     tracemalloc.start()
     K.accumulate(z, x, x, 0, 1, 0, 4, 0, 4, spec, group, 2, chunk_rows=8192)
     peak = tracemalloc.get_traced_memory()[1]

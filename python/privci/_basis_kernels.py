@@ -450,6 +450,87 @@ def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, blo
     return out
 
 
+@njit(cache=True, error_model="numpy")
+def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf, ng, P,
+                     pu, part, nparts):
+    """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``."""
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    px = x.shape[1]
+    uP = uint64(P)
+    upu = uint64(pu)
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty(ROW_BLOCK)
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    run_start = np.empty(n_runs, dtype=np.int64)
+    run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+                    S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        for r in range(nb):
+            _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
+                      run_val)
+            gbase = uint64((part * ng + group[i0 + r]) * P)
+            for r1 in range(n_runs):
+                s1 = uint64(run_start[r1])
+                v0 = run_val[r1, 0]
+                v1 = run_val[r1, 1]
+                v2 = run_val[r1, 2]
+                v3 = run_val[r1, 3]
+                o0 = (gbase + s1) * uP + s1
+                o1 = o0 + uP
+                o2 = o1 + uP
+                o3 = o2 + uP
+                # the run's own 4 x 4 block: upper triangle only
+                Gf[o0] += v0 * v0
+                Gf[o0 + uint64(1)] += v0 * v1
+                Gf[o0 + uint64(2)] += v0 * v2
+                Gf[o0 + uint64(3)] += v0 * v3
+                Gf[o1 + uint64(1)] += v1 * v1
+                Gf[o1 + uint64(2)] += v1 * v2
+                Gf[o1 + uint64(3)] += v1 * v3
+                Gf[o2 + uint64(2)] += v2 * v2
+                Gf[o2 + uint64(3)] += v2 * v3
+                Gf[o3 + uint64(3)] += v3 * v3
+                # the later runs' 4 x 4 blocks (all in the upper triangle)
+                for r2 in range(r1 + 1, n_runs):
+                    d2 = uint64(run_start[r2]) - s1
+                    w0 = run_val[r2, 0]
+                    w1 = run_val[r2, 1]
+                    w2 = run_val[r2, 2]
+                    w3 = run_val[r2, 3]
+                    Gf[o0 + d2] += v0 * w0
+                    Gf[o0 + d2 + uint64(1)] += v0 * w1
+                    Gf[o0 + d2 + uint64(2)] += v0 * w2
+                    Gf[o0 + d2 + uint64(3)] += v0 * w3
+                    Gf[o1 + d2] += v1 * w0
+                    Gf[o1 + d2 + uint64(1)] += v1 * w1
+                    Gf[o1 + d2 + uint64(2)] += v1 * w2
+                    Gf[o1 + d2 + uint64(3)] += v1 * w3
+                    Gf[o2 + d2] += v2 * w0
+                    Gf[o2 + d2 + uint64(1)] += v2 * w1
+                    Gf[o2 + d2 + uint64(2)] += v2 * w2
+                    Gf[o2 + d2 + uint64(3)] += v2 * w3
+                    Gf[o3 + d2] += v3 * w0
+                    Gf[o3 + d2 + uint64(1)] += v3 * w1
+                    Gf[o3 + d2 + uint64(2)] += v3 * w2
+                    Gf[o3 + d2 + uint64(3)] += v3 * w3
+                bo = (gbase + s1) * upu
+                for c in range(pu):
+                    uc = U[c, r]
+                    Bf[bo + uint64(c)] += v0 * uc
+                    Bf[bo + upu + uint64(c)] += v1 * uc
+                    Bf[bo + uint64(2) * upu + uint64(c)] += v2 * uc
+                    Bf[bo + uint64(3) * upu + uint64(c)] += v3 * uc
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
@@ -459,88 +540,82 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len
     C-contiguous; the rows are cut into ``parts`` contiguous ranges, one per thread.  Only
     entries (a, c) with a <= c of G are touched.
     """
-    n = z.shape[0]
     nparts = G.shape[0]
-    ng = G.shape[1]
-    P = G.shape[2]
-    ne = eval_col.shape[0]
-    px = x.shape[1]
-    pu = B.shape[3]
-    uP = uint64(P)
-    upu = uint64(pu)
     Gf = G.reshape(-1)
     Bf = B.reshape(-1)
     for part in prange(nparts):
-        lo = part * n // nparts
-        hi = (part + 1) * n // nparts
-        tt = np.empty(ROW_BLOCK)
-        S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
-        Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
-        U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
-        run_start = np.empty(n_runs, dtype=np.int64)
-        run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
-        for i0 in range(lo, hi, ROW_BLOCK):
-            nb = min(ROW_BLOCK, hi - i0)
-            _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
-                        S, Q)
-            _u_block(x, i0, nb, xc, xb, 0, U)
-            _u_block(y, i0, nb, yc, yb, px, U)
-            for r in range(nb):
-                _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
-                          run_val)
-                gbase = uint64((part * ng + group[i0 + r]) * P)
-                for r1 in range(n_runs):
-                    s1 = uint64(run_start[r1])
-                    v0 = run_val[r1, 0]
-                    v1 = run_val[r1, 1]
-                    v2 = run_val[r1, 2]
-                    v3 = run_val[r1, 3]
-                    o0 = (gbase + s1) * uP + s1
-                    o1 = o0 + uP
-                    o2 = o1 + uP
-                    o3 = o2 + uP
-                    # the run's own 4 x 4 block: upper triangle only
-                    Gf[o0] += v0 * v0
-                    Gf[o0 + uint64(1)] += v0 * v1
-                    Gf[o0 + uint64(2)] += v0 * v2
-                    Gf[o0 + uint64(3)] += v0 * v3
-                    Gf[o1 + uint64(1)] += v1 * v1
-                    Gf[o1 + uint64(2)] += v1 * v2
-                    Gf[o1 + uint64(3)] += v1 * v3
-                    Gf[o2 + uint64(2)] += v2 * v2
-                    Gf[o2 + uint64(3)] += v2 * v3
-                    Gf[o3 + uint64(3)] += v3 * v3
-                    # the later runs' 4 x 4 blocks (all in the upper triangle)
-                    for r2 in range(r1 + 1, n_runs):
-                        d2 = uint64(run_start[r2]) - s1
-                        w0 = run_val[r2, 0]
-                        w1 = run_val[r2, 1]
-                        w2 = run_val[r2, 2]
-                        w3 = run_val[r2, 3]
-                        Gf[o0 + d2] += v0 * w0
-                        Gf[o0 + d2 + uint64(1)] += v0 * w1
-                        Gf[o0 + d2 + uint64(2)] += v0 * w2
-                        Gf[o0 + d2 + uint64(3)] += v0 * w3
-                        Gf[o1 + d2] += v1 * w0
-                        Gf[o1 + d2 + uint64(1)] += v1 * w1
-                        Gf[o1 + d2 + uint64(2)] += v1 * w2
-                        Gf[o1 + d2 + uint64(3)] += v1 * w3
-                        Gf[o2 + d2] += v2 * w0
-                        Gf[o2 + d2 + uint64(1)] += v2 * w1
-                        Gf[o2 + d2 + uint64(2)] += v2 * w2
-                        Gf[o2 + d2 + uint64(3)] += v2 * w3
-                        Gf[o3 + d2] += v3 * w0
-                        Gf[o3 + d2 + uint64(1)] += v3 * w1
-                        Gf[o3 + d2 + uint64(2)] += v3 * w2
-                        Gf[o3 + d2 + uint64(3)] += v3 * w3
-                    bo = (gbase + s1) * upu
-                    for c in range(pu):
-                        uc = U[c, r]
-                        Bf[bo + uint64(c)] += v0 * uc
-                        Bf[bo + upu + uint64(c)] += v1 * uc
-                        Bf[bo + uint64(2) * upu + uint64(c)] += v2 * uc
-                        Bf[bo + uint64(3) * upu + uint64(c)] += v3 * uc
+        _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
+                         eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group,
+                         Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
     return G, B
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
+    """:func:`accumulate_into` on one thread (G, B with one part); small calls."""
+    _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G.reshape(-1),
+                     B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
+    return G, B
+
+
+@njit(cache=True, error_model="numpy")
+def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out,
+                   part, nparts):
+    """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    px = x.shape[1]
+    py = y.shape[1]
+    pu = px + py
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty(ROW_BLOCK)
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    run_start = np.empty(n_runs, dtype=np.int64)
+    run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
+    res = np.empty(pu)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+                    S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        for r in range(nb):
+            _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
+                      run_val)
+            # phi @ coef over the non-zero features in increasing index, two columns at
+            # a time in registers
+            for c0 in range(0, pu, 2):
+                c1 = min(c0 + 1, pu - 1)
+                acc0 = 0.0
+                acc1 = 0.0
+                for k in range(n_runs):
+                    s0 = run_start[k]
+                    for a in range(DEGREE + 1):
+                        v = run_val[k, a]
+                        if v == 0:
+                            continue
+                        ph = v * _INV_ONE
+                        acc0 += ph * coef[s0 + a, c0]
+                        acc1 += ph * coef[s0 + a, c1]
+                res[c0] = acc0
+                res[c1] = acc1
+            for c in range(pu):
+                pr = res[c]
+                pr = pr if math.isfinite(pr) else 0.0
+                pr = min(max(pr, -1.0), 1.0)
+                res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+            blk = block[i0 + r]
+            for b in range(py):
+                ryb = res[px + b]
+                for a in range(px):
+                    prod = min(max(res[a] * ryb, -1.0), 1.0)
+                    S_out[blk, a + px * b] += np.int64(prod * _ONE2_F)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -551,66 +626,22 @@ def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_
 
     ``coef`` (P, px + py) holds the x columns' coefficients, then the y columns'.
     """
-    n = z.shape[0]
     nparts = S_out.shape[0]
-    ne = eval_col.shape[0]
-    px = x.shape[1]
-    py = y.shape[1]
-    pu = px + py
     for part in prange(nparts):
-        lo = part * n // nparts
-        hi = (part + 1) * n // nparts
-        tt = np.empty(ROW_BLOCK)
-        S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
-        Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
-        U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
-        run_start = np.empty(n_runs, dtype=np.int64)
-        run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
-        res = np.empty(pu)
-        for i0 in range(lo, hi, ROW_BLOCK):
-            nb = min(ROW_BLOCK, hi - i0)
-            _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
-                        S, Q)
-            _u_block(x, i0, nb, xc, xb, 0, U)
-            _u_block(y, i0, nb, yc, yb, px, U)
-            for r in range(nb):
-                _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
-                          run_val)
-                # phi @ coef over the non-zero features in increasing index, two columns at
-                # a time in registers
-                for c0 in range(0, pu, 2):
-                    c1 = min(c0 + 1, pu - 1)
-                    acc0 = 0.0
-                    acc1 = 0.0
-                    for k in range(n_runs):
-                        s0 = run_start[k]
-                        for a in range(DEGREE + 1):
-                            v = run_val[k, a]
-                            if v == 0:
-                                continue
-                            ph = v * _INV_ONE
-                            acc0 += ph * coef[s0 + a, c0]
-                            acc1 += ph * coef[s0 + a, c1]
-                    res[c0] = acc0
-                    res[c1] = acc1
-                for c in range(pu):
-                    pr = res[c]
-                    pr = pr if math.isfinite(pr) else 0.0
-                    pr = min(max(pr, -1.0), 1.0)
-                    res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
-                blk = block[i0 + r]
-                for b in range(py):
-                    ryb = res[px + b]
-                    for a in range(px):
-                        prod = min(max(res[a] * ryb, -1.0), 1.0)
-                        S_out[part, blk, a + px * b] += np.int64(prod * _ONE2_F)
+        _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block,
+                       S_out[part], part, nparts)
     return S_out
 
 
-# the same kernels compiled without threads: small calls skip the parallel region's
-# start-up and barrier (milliseconds when the cores are busy)
-_accumulate_serial = njit(cache=True, error_model="numpy")(accumulate_into.py_func)
-_residual_serial = njit(cache=True, error_model="numpy")(residual_sums_into.py_func)
+@njit(cache=True, error_model="numpy")
+def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out):
+    """:func:`residual_sums_into` on one thread (S_out with one part); small calls."""
+    _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out[0],
+                   0, 1)
+    return S_out
 
 
 # --------------------------------------------------------------------------- wrappers
@@ -628,7 +659,8 @@ def _cols(a, n, name):
 
 
 def _public(v, c, name, positive=False):
-    v = np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), (c,)))
+    # always a fresh writeable copy: one compiled signature whatever the caller passes
+    v = np.array(np.broadcast_to(np.asarray(v, dtype=np.float64), (c,)), dtype=np.float64)
     if not np.all(np.isfinite(v)) or (positive and not np.all(v > 0)):
         raise ValueError(f"`{name}` must be finite" + (" and positive" if positive else ""))
     return v
