@@ -196,8 +196,9 @@ def test_accumulate_equals_twin_exactly(spec_row, n_groups, px, py):
     assert np.array_equal(G, np.swapaxes(G, 1, 2))
 
 
-def test_accumulate_threads_and_layouts():
+def test_accumulate_threads_and_layouts(monkeypatch):
     """Several row parts (threads), every input layout and dtype, 1-D columns, None."""
+    monkeypatch.setattr(K, "_MIN_ROWS_PER_PART", 512)
     rng = np.random.default_rng(11)
     row = SPECS[3]
     spec = _make(row)
@@ -272,7 +273,8 @@ def test_residual_block_sums_equal_twin_exactly(spec_row, px, py, k):
     np.testing.assert_array_equal(S, ref)
 
 
-def test_residual_block_sums_threads():
+def test_residual_block_sums_threads(monkeypatch):
+    monkeypatch.setattr(K, "_MIN_ROWS_PER_PART", 512)
     rng = np.random.default_rng(4)
     row = SPECS[5]
     spec = _make(row)

@@ -59,7 +59,7 @@ DEGREE = 3
 MAX_ROWS = (2 ** 63 - 1) >> (2 * SCALE_BITS)
 CHUNK_ROWS = 1 << 18                        # rows per conversion chunk of the wrappers
 _PART_BYTES = 256 << 20                     # cap on the per-thread partial outputs
-_MIN_ROWS_PER_PART = 2048
+_MIN_ROWS_PER_PART = 1 << 14                # rows per thread below which one thread runs
 _LINEAR_SPAN = 24                           # interior knots up to which the span is counted
 
 _INV_ONE = 1.0 / ONE
