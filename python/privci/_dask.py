@@ -502,9 +502,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     with quiet():
         test = S.spline_test(released, rel_x, rel_y, design, mode, boot_rng)
     stat, pval, stat_name = test.statistic, test.pvalue, test.name
-    fit_check = {"certified": test.certified, "allowance_share": test.allowance_share,
-                 "intervals": design.intervals, "rich_intervals": design.rich_intervals,
-                 "interactions": design.interactions, "fit_share": eps_fit / eps_test}
+    fit_check = S.fit_check(test, design)
 
     # the privacy record: that of gcm.privgcm's spline path, field by field
     mechanism = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)

@@ -59,7 +59,7 @@ __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_
            "GRAM_SHARE", "N_BOOT", "K_BLOCKS", "gram_sensitivity", "cross_sensitivity",
            "partition_stats", "release_fits", "fit_coefficients", "partition_block_sums",
            "release_block_sums", "spline_test", "mechanism_text", "ADDITIVE_CAVEAT",
-           "FitRelease", "SplineTest"]
+           "FitRelease", "SplineTest", "fit_check"]
 
 SPLINE_RANGE = 4.0        # t = (z - centre) / scale is clipped to [-4, 4]
 INTERACTION_BOX = 2.0     # the test basis' multilinear block lives on [-2, 2]^d
@@ -72,7 +72,7 @@ CERTIFY_SHARE = 0.5       # allowance share of the variance above which the fit 
 INTERVAL_CHOICES = (4, 8, 16)         # test-basis intervals per column (rich: twice)
 REFERENCE_INTERVALS = 8                # the split is chosen at this resolution
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-SNR = 4.0                 # a basis function is kept resolvable when m E[B^2] >= SNR * lambda
+CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
 _ONE = 1 << SCALE_BITS
 _EXACT_ROWS = 1 << 21     # sums of values in [-1, 1] on the grid 2^-32 stay exact below this
@@ -90,10 +90,22 @@ def cross_sensitivity(s, cols):
 
 # --------------------------------------------------------------------------- the basis
 
+@lru_cache(maxsize=32)
 def _knots(intervals):
+    """Clamped cubic knots on [-T, T] with interior knots at the standard normal quantiles
+    j / intervals: every interval holds the same reference mass, so every basis function
+    carries data (and the bases for I and 2I intervals are nested)."""
+    from scipy.stats import norm
     T = SPLINE_RANGE
-    inner = np.linspace(-T, T, intervals + 1)[1:-1]
-    return np.r_[[-T] * 4, inner, [T] * 4]
+    inner = norm.ppf(np.arange(1, intervals) / intervals)
+    kv = np.r_[[-T] * 4, inner, [T] * 4]
+    kv.setflags(write=False)
+    return kv
+
+
+def _greville(intervals):
+    kv = _knots(intervals)
+    return np.array([kv[j + 1:j + 4].mean() for j in range(intervals + 3)])
 
 
 def _bspline_values(t, intervals):
@@ -138,6 +150,7 @@ class Design:
     eps_fit: float
     eps_test: float
     k: int = K_BLOCKS
+    certified: bool = True
     predicted: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -198,15 +211,18 @@ def _insertion(d, intervals, interactions):
 
 @lru_cache(maxsize=64)
 def _penalty(d, intervals, interactions, rich):
-    """Second differences of each column's coefficients (null space: linear), ridge 1 on the
-    interaction blocks, plus 1e-3 ridge everywhere (the constants of the blocks)."""
+    """Ridge on everything but a linear function per column (the projector onto the
+    complement of the coefficients of 1 and t, from the Greville abscissae), ridge 1 on the
+    interaction blocks, plus 1e-3 ridge everywhere (the blocks' shared constants)."""
     from scipy.linalg import block_diag
-    per = intervals + 3
+    g = _greville(intervals)
     blocks = []
     for j in range(d):
-        m = per if j == 0 else per - 1
-        D = np.diff(np.eye(m), 2, axis=0)
-        blocks.append(D.T @ D)
+        L = np.column_stack([np.ones_like(g), g])
+        if j > 0:
+            L = L[1:]
+        Q, _ = np.linalg.qr(L)
+        blocks.append(np.eye(L.shape[0]) - Q @ Q.T)
     if interactions:
         blocks.append(np.eye(2 ** d))
         if rich:
@@ -230,10 +246,10 @@ def _reference(d, intervals, interactions):
     return G
 
 
-def _solve(G, b, lam, P):
+def _solve(G, b, lam, P, floor=None):
     """(G + lam P)^-1 b with the eigenvalues floored at lam (post-processing)."""
     w, V = np.linalg.eigh(G if P is None else G + lam * P)
-    w = np.maximum(w, lam)
+    w = np.maximum(w, lam if floor is None else floor)
     return V @ ((V.T @ b) / w[:, None])
 
 
@@ -258,15 +274,15 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
     C = 2.0 * Gt @ H @ H.T                             # shift = e_x^T (2 G) e_y
     fit_var = 2.0 * (2 * sbx ** 2) * (2 * sby ** 2) * float(np.sum(C * C.T))
     test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
-    # resolvability: the weakest central test-basis function against the penalty weight
-    grid = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 801)
-    At = _bspline_values(grid, intervals)
-    dens = np.exp(-0.5 * grid ** 2) / math.sqrt(2 * math.pi)
-    kv = _knots(intervals)
-    centre = (kv[:-4] + kv[4:]) / 2                    # support midpoints
-    mass = (At ** 2 * dens[:, None]).sum(axis=0) * (2 * SPLINE_RANGE / 800)
-    central = np.abs(centre) <= 2.0
-    resolvable = m * float(mass[central].min()) >= SNR * lam
+    # resolvability: the shrinkage r / (r + lambda) of the weakest central test-basis
+    # function (Greville abscissa in [-2, 2]) and interaction feature
+    r = np.diag(Gt)
+    g = _greville(intervals)
+    central = [np.abs(g) <= 2.0] + [np.abs(g[1:]) <= 2.0] * (d - 1)
+    if interactions:
+        central.append(np.ones(2 ** d, bool))
+    central = np.concatenate(central)
+    resolvable = float(np.min(r[central] / (r[central] + lam))) >= CERT_RHO
     return test_var, fit_var, resolvable
 
 
@@ -294,6 +310,7 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
             best = (tv + fv, f, tv, fv)
     _, f, tv, fv = best
     intervals = INTERVAL_CHOICES[0]      # the resolution: the finest that stays resolvable
+    certified = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k)[2]
     for cand in INTERVAL_CHOICES[1:]:
         if not _predicted(n, d, p, q, epsilon, cand, interactions, f, k)[2]:
             break
@@ -301,7 +318,7 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
-                  eps_test=eps_test, k=k,
+                  eps_test=eps_test, k=k, certified=certified,
                   predicted={"fit_share": f, "test_noise_var": tv, "fit_noise_var": fv})
 
 
@@ -429,7 +446,7 @@ def fit_coefficients(rel, design, rich=False, gram=None, cross=None):
     b = rel.cross if cross is None else cross
     lam = _lam(design, rel)
     if rich:
-        return _solve(G, b, lam, None)
+        return _solve(G, b, lam, None, RICH_FLOOR * lam)
     A = _insertion(design.d, design.intervals, design.interactions)
     P = _penalty(design.d, design.intervals, design.interactions, False)
     return A @ _solve(A.T @ G @ A, A.T @ b, lam, P)
@@ -483,34 +500,136 @@ class SplineTest:
     certified: bool
 
 
+# experiment knobs (module constants; the defaults are the documented mechanism)
+V_MODE = "linear"          # "linear": delta-method second moment; "boot": parametric bootstrap
+DEBIAS_ALLOWANCE = True    # subtract the allowance's own noise second moment
+RICH_FLOOR = 1.0           # the rich fit's eigenvalue floor, in units of lambda
+UCB_Z = 1.0                # allowance: the debiased estimate plus this many noise sds
+CANONICAL = True           # second allowance: canonical low-order directions, unshrunk
+GP_SHRINK = 1.0            # the Gram matrix of the quadratic forms: eigenvalues minus this * lambda, >= 0
+
+
+@lru_cache(maxsize=64)
+def _canonical(d, intervals, interactions):
+    """Rich-basis coefficients (p_rich, c) of the canonical coarse directions (public).
+
+    The nested coarse cubic splines with 4 intervals per column (every function carries a
+    large share of the data, so its coefficient is resolvable) and the interaction blocks'
+    features, columns scaled to unit norm.
+    """
+    from scipy.linalg import block_diag
+    g = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 4001)
+    Bf = _bspline_values(g, 2 * intervals)
+    Bc = _bspline_values(g, 4)
+    A1 = np.linalg.lstsq(Bf, Bc, rcond=None)[0]
+    A1[np.abs(A1) < 1e-12] = 0.0
+    blocks = [A1 if j == 0 else A1[1:, 1:] for j in range(d)]
+    if interactions:
+        blocks += [np.eye(2 ** d), np.eye(2 ** d)]
+    C = block_diag(*blocks)
+    C = C / np.linalg.norm(C, axis=0)
+    C.setflags(write=False)
+    return C
+
+
+def _floored_inverse(M, floor):
+    w, V = np.linalg.eigh(M)
+    return (V / np.maximum(w, floor)) @ V.T
+
+
+def _noise_cov(rel, beta_col):
+    """Delta-method covariance of (b-noise - G-noise beta) for one column (p_rich square)."""
+    pr = rel.gram.shape[0]
+    sb2 = 2.0 * rel.cross_scale ** 2
+    sg2 = 2.0 * rel.gram_scale ** 2
+    return (sb2 + sg2 * float(beta_col @ beta_col)) * np.eye(pr) + sg2 * np.outer(beta_col,
+                                                                                beta_col)
+
+
+def _fit_operators(rel, design):
+    """Linear maps b -> coefficients (rich coordinates) of the test and the rich fit."""
+    lam = _lam(design, rel)
+    A = _insertion(design.d, design.intervals, design.interactions)
+    P = _penalty(design.d, design.intervals, design.interactions, False)
+    H_test = A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
+    H_rich = _floored_inverse(rel.gram, RICH_FLOOR * lam)
+    return H_test, H_rich
+
+
 def _shift_and_allowance(rel_x, rel_y, design, n_boot, rng):
-    """Parametric-bootstrap E[(e_x^T G e_y)^2] and the allowance B, per (x, y) pair."""
+    """Second moment V of the fits' common shift e_x^T G e_y and the allowance B^2, per pair.
+
+    Post-processing of released values and public noise scales.  V: a delta-method
+    (``V_MODE="linear"``) or parametric-bootstrap estimate.  B = (rich_x - test_x)^T G
+    (rich_y - test_y), the nested fits' estimate of the covariance of the test fits'
+    errors; its own noise second moment is subtracted (``DEBIAS_ALLOWANCE``).
+    Returns (V, B^2, lost) with arrays of shape (p_cols, q_cols).
+    """
     gfull = rel_x.gram + rel_y.gram
-    pr = gfull.shape[0]
-    iu = np.triu_indices(pr)
-    bx = fit_coefficients(rel_x, design)
-    by = fit_coefficients(rel_y, design)
-    acc = np.zeros((bx.shape[1], by.shape[1]))
+    lamsum = _lam(design, rel_x) + _lam(design, rel_y)
+    w, Vv = np.linalg.eigh(gfull)
+    Gp = (Vv * np.maximum(w - GP_SHRINK * lamsum, 0.0)) @ Vv.T
+    Hx, Rx = _fit_operators(rel_x, design)
+    Hy, Ry = _fit_operators(rel_y, design)
+    bx, by = Hx @ rel_x.cross, Hy @ rel_y.cross
+    px, qy = bx.shape[1], by.shape[1]
+    Dx, Dy = Rx @ rel_x.cross - bx, Ry @ rel_y.cross - by
+    shift2 = np.zeros((px, qy))
+    cx = [_noise_cov(rel_x, bx[:, a]) for a in range(px)]
+    cy = [_noise_cov(rel_y, by[:, b]) for b in range(qy)]
+    if V_MODE == "linear":
+        for a in range(px):
+            Cx = Hx @ cx[a] @ Hx.T
+            for b in range(qy):
+                Cy = Hy @ cy[b] @ Hy.T
+                shift2[a, b] = float(np.sum((Gp @ Cx) * (Gp @ Cy).T))
+    else:
+        pr = gfull.shape[0]
+        iu = np.triu_indices(pr)
+        acc = np.zeros((px, qy))
 
-    def redraw(rel, beta):
-        E = np.zeros((pr, pr))
-        E[iu] = rng.laplace(0.0, rel.gram_scale, iu[0].size)
-        E = E + np.triu(E, 1).T
-        b = rel.cross + rng.laplace(0.0, rel.cross_scale, rel.cross.shape)
-        return fit_coefficients(rel, design, gram=rel.gram + E, cross=b) - beta
+        def redraw(rel, beta):
+            E = np.zeros((pr, pr))
+            E[iu] = rng.laplace(0.0, rel.gram_scale, iu[0].size)
+            E = E + np.triu(E, 1).T
+            b = rel.cross + rng.laplace(0.0, rel.cross_scale, rel.cross.shape)
+            return fit_coefficients(rel, design, gram=rel.gram + E, cross=b) - beta
 
-    for _ in range(n_boot):
-        dx = redraw(rel_x, bx)
-        dy = redraw(rel_y, by)
-        acc += (dx.T @ gfull @ dy) ** 2
-    shift2 = acc / n_boot
-    w, V = np.linalg.eigh(gfull)
-    w = np.maximum(w, _lam(design, rel_x) + _lam(design, rel_y))
-    Gp = (V * w) @ V.T
-    Dx = fit_coefficients(rel_x, design, rich=True) - bx
-    Dy = fit_coefficients(rel_y, design, rich=True) - by
-    allowance = np.abs(Dx.T @ Gp @ Dy)
-    return shift2, allowance
+        for _ in range(n_boot):
+            acc += (redraw(rel_x, bx).T @ gfull @ redraw(rel_y, by)) ** 2
+        shift2 = acc / n_boot
+    Kx, Ky = Rx - Hx, Ry - Hy
+    allow = _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp)
+    if CANONICAL:
+        Cx_, Cy_ = _canonical_operator(rel_x, design, Gp, Hx), _canonical_operator(rel_y, design,
+                                                                                 Gp, Hy)
+        allow = allow + _debiased(Cx_ @ rel_x.cross, Cy_ @ rel_y.cross, Cx_, Cy_, cx, cy, Gp)
+    return shift2, allow ** 2
+
+
+def _canonical_operator(rel, design, Gp, H_test):
+    """b -> (unshrunk fit on the canonical directions) - (test fit projected on their span)."""
+    C = _canonical(design.d, design.intervals, design.interactions)
+    M = C.T @ rel.gram @ C
+    floor = 2.0 * math.sqrt(2.0 * C.shape[1]) * rel.gram_scale   # the noise's spectral edge
+    H_c = C @ _floored_inverse(M, floor) @ C.T
+    Pi = C @ _floored_inverse(C.T @ Gp @ C, 1e-12 * float(np.trace(C.T @ Gp @ C)) + 1e-300) \
+        @ C.T @ Gp
+    return H_c - Pi @ H_test
+
+
+def _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp):
+    """|Dx^T Gp Dy| with its noise second moment removed (per pair), as an allowance >= 0."""
+    raw2 = (Dx.T @ Gp @ Dy) ** 2
+    if not DEBIAS_ALLOWANCE:
+        return np.sqrt(raw2)
+    noise = np.zeros_like(raw2)
+    for a in range(raw2.shape[0]):
+        Sx = Kx @ cx[a] @ Kx.T
+        for b in range(raw2.shape[1]):
+            Sy = Ky @ cy[b] @ Ky.T
+            noise[a, b] = float(np.sum((Gp @ Sx) * (Gp @ Sy).T))
+    return np.sqrt(np.maximum(raw2 - noise, 0.0)) + UCB_Z * np.sqrt(noise)
 
 
 def spline_test(released, rel_x, rel_y, design, mode, rng, n_boot=N_BOOT):
@@ -520,9 +639,9 @@ def spline_test(released, rel_x, rel_y, design, mode, rng, n_boot=N_BOOT):
     pairs: the largest |t| (or t) with a Bonferroni p-value.
     """
     from ._private import _t_sf
-    shift2, allowance = _shift_and_allowance(rel_x, rel_y, design, n_boot, rng)
+    shift2, allow2 = _shift_and_allowance(rel_x, rel_y, design, n_boot, rng)
     shift2 = shift2.T.ravel()            # x index fastest, as the products
-    allow2 = (allowance.T.ravel()) ** 2
+    allow2 = allow2.T.ravel()
     k, c = released.shape
     S = released.sum(axis=0)
     block_var = k * np.var(released, axis=0, ddof=1)
@@ -542,8 +661,21 @@ def spline_test(released, rel_x, rel_y, design, mode, rng, n_boot=N_BOOT):
         ps = [_t_sf(-t, k - 1) for t in stats_]
         j = int(np.argmin(stats_))
     pval = min(1.0, c * min(ps))
+    if not design.certified:
+        # fail-safe: the public rule says the released fit cannot resolve the central
+        # directions at this (n, d, epsilon); its bias could masquerade as dependence
+        pval = 1.0
+        certified = False
     return SplineTest(float(stats_[j]), float(pval), "t" if c == 1 else "max t (Bonferroni)",
                       share, certified)
+
+
+def fit_check(test, design):
+    """The result's fit check (public numbers and post-processed released values)."""
+    return {"certified": bool(test.certified), "resolvable": bool(design.certified),
+            "allowance_share": float(test.allowance_share), "intervals": design.intervals,
+            "rich_intervals": design.rich_intervals, "interactions": design.interactions,
+            "fit_share": design.eps_fit / (design.eps_fit + design.eps_test)}
 
 
 def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity):

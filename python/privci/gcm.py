@@ -907,9 +907,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
          design, spline_sens) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode)
         stat, pval, stat_name = test.statistic, test.pvalue, test.name
         eps_fit, eps_t = design.eps_fit, design.eps_test
-        fit_check = {"certified": test.certified, "allowance_share": test.allowance_share,
-                     "intervals": design.intervals, "rich_intervals": design.rich_intervals,
-                     "interactions": design.interactions, "fit_share": eps_fit / eps_test}
+        from ._spline import fit_check as _fit_check
+        fit_check = _fit_check(test, design)
         caveats = []
         rp = None
     else:

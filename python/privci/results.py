@@ -180,9 +180,15 @@ class PrivateTestResult(_ReprMixin):
         fc = self.fit_check
         if fc is not None:
             share = fc["allowance_share"]
-            verdict = ("certified" if fc["certified"] else
-                       "NOT certified: the bias allowance dominates, so the p-value is "
-                       "conservative")
+            if fc["certified"]:
+                verdict = "certified"
+            elif not fc.get("resolvable", True):
+                verdict = ("NOT certified: at this n, epsilon and number of columns of z the "
+                           "released regression cannot resolve the central directions, so "
+                           "the p-value is set to 1 (a fail-safe, not evidence)")
+            else:
+                verdict = ("NOT certified: the bias allowance dominates, so the p-value is "
+                           "conservative")
             head += (f"\n    fit check: {verdict} (bias allowance {100 * share:.0f}% of the "
                      f"variance; {fc['intervals']} spline intervals per column, nested rich "
                      f"fit {fc['rich_intervals']}, interactions "
