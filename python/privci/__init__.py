@@ -39,3 +39,8 @@ __all__ = [
     "GCMResult", "PrivateTestResult", "CRTResult", "PrivacyRecord", "ResidualProducts",
     "CRTStatistics", "DegenerateStatisticWarning", "PrivacyBudget", "BudgetExceededError",
 ]
+
+# release once, test many (issue 24)
+from .release import ReleasedTable, release  # noqa: E402
+
+__all__ += ["release", "ReleasedTable"]

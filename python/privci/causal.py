@@ -486,7 +486,7 @@ def _orient(adj, sepsets):
 
 def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=None,
        max_order=None, split="levels", delta=None, composition=None, budget=None,
-       on_exhausted="dependent", **test_options):
+       on_exhausted="dependent", method="per-test", **test_options):
     """Private PC: the skeleton and CPDAG of a causal graph from private CI tests.
 
     PC-stable (Colombo and Maathuis 2014): for orders l = 0, 1, ..., with the
@@ -528,6 +528,13 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         touching the data): "dependent" keeps the edge.  The split rule
         never plans more than the budget, so this only matters for the
         last, rounded tests.
+    method : {"per-test", "release"}, default "per-test"
+        ``"release"``: one :func:`privci.release` of the whole table with the total
+        ``epsilon``; every test is post-processing of it (``test``, ``split``,
+        ``delta``, ``composition`` and ``on_exhausted`` do not apply; ``test_options``
+        may hold ``blocks``, ``knots`` and ``untrusted``).  Its level is measured in
+        ``vignettes/release_once_pc.py``, not proved; the per-test path stays the
+        default until it is validated on the level stress classes.
     **test_options
         Passed to the test (``ridge_lambda``, ``kernel_sigma``, ...).
 
@@ -579,6 +586,19 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
     >>> res.budget.spent <= 300.0
     True
     """
+    if method == "release":
+        from .release import _pc_release
+
+        extra = set(test_options) - {"blocks", "knots", "untrusted"}
+        if extra or test != "privgcm" or split != "levels" or delta is not None \
+                or composition is not None:
+            raise ValueError("method='release' takes no per-test options (test, split, delta, "
+                             f"composition, {sorted(extra) or 'test options'}); only blocks, "
+                             "knots and untrusted.")
+        return _pc_release(data, epsilon=epsilon, bounds=bounds, centers=centers, alpha=alpha,
+                           rng=rng, max_order=max_order, budget=budget, **test_options)
+    if method != "per-test":
+        raise ValueError(f"`method` must be 'per-test' or 'release'; got {method!r} instead.")
     X, names = _as_matrix(data)
     n, p = X.shape
     eps_total = V.positive_finite(epsilon, "epsilon")

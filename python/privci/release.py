@@ -1,0 +1,660 @@
+"""Release once, test many: one private release of a table's second moments, then any CI test.
+
+:func:`release` reads the private table once and publishes, with one epsilon,
+noisy Gram matrices of a per-row feature vector built from public bounds and
+centres.  The returned :class:`ReleasedTable` keeps only the released values and
+public parameters; :meth:`ReleasedTable.test` answers any question
+"column i independent of column j given the columns S" by post-processing, so
+any number of questions costs no further epsilon.
+
+The mechanism (proof on the documentation page "Release once, test many")
+---------------------------------------------------------------------------
+
+1. **Features** (public).  Column v is centred and scaled, u_v = clip((x_v -
+   c_v) / b_v, -1, 1), and expanded in the K + 1 *hat functions* (piecewise
+   linear B-splines) on the uniform knots t_k = -1 + 2k / K of [-1, 1].  The hat
+   values of one variable are non-negative and sum to 1; each is rounded
+   *down* to the grid 2^-16, so they stay non-negative with sum at most 1.  The
+   row's feature vector f (length V (K + 1) for V columns) therefore has
+   ||f||_1 <= V and ||f||_2^2 <= V.  The clipped variable itself is in the
+   span: u_v = sum_k t_k h_vk(u_v) (hat interpolation reproduces linear
+   functions), so it needs no features of its own (which would double ||f||_1
+   and quadruple the noise).
+2. **Release.**  The rows are split by position into ``blocks`` disjoint,
+   data-independent blocks.  For each block the upper triangle of
+   G_b = sum_{rows in b} f f^T is summed exactly (integers in units of 2^-32)
+   and released with Laplace noise of scale Delta / epsilon, where Delta =
+   (max ||f||_1)^2 + (max ||f||_2^2) = V^2 + V.  Each block's release is
+   epsilon-DP; a row lies in one block, so all blocks together are epsilon-DP
+   (parallel composition) under the replacement of one row.
+3. **Tests** (post-processing).  For (i, j | S) the responses are the clipped
+   u_i and u_j (vectors in feature space), the regressors the hat features of
+   the columns in S (a constant when S is empty).  From the pooled Gram
+   matrix, u_i and u_j are each regressed on the additive hat basis of S with a
+   second-difference penalty (no shrinkage of linear functions) and an
+   eigenvalue floor at the noise level; T = sum_rows r_i r_j is the resulting
+   bilinear form of the released Gram matrix.  The calibration is noise-aware:
+
+   - ``blocks >= 2`` (default 8): T_b, the same bilinear form of block b's Gram
+     matrix, is computed per block; t = T / sqrt(k var_b(T_b)) on k - 1 degrees
+     of freedom.  Each T_b carries its own block's sampling variation *and* its
+     own Laplace noise, so the block spread sees both (heteroscedastic data
+     included).
+   - ``blocks == 1``: z = T / sqrt(T_ii T_jj / n + V_noise + B^2), where
+     V_noise is a parametric bootstrap of T over the released noise scale
+     (the fit recomputed every draw).  The sampling part assumes
+     homoscedastic residual products.
+
+   In both modes a **fit check** compares T with the same statistic from an
+   unpenalised (floor-only) fit; the difference B is added to the variance as
+   an allowance (minus its own noise share), and a query whose allowance is
+   more than half the variance is flagged ``trusted=False``.  Queries whose
+   released residual variances are not positive get p = 1 and the flag.
+
+Everything a test uses is released or public; the object never holds a row.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Tuple
+
+import numpy as np
+
+from . import _validation as V
+from .budget import _charge
+from .mechanisms import laplace_mechanism
+
+__all__ = ["release", "ReleasedTable", "ReleasedTestResult", "release_sensitivity",
+           "hat_features"]
+
+SCALE_BITS = 16
+_ONE = 1 << SCALE_BITS
+_SCALE_UNIT = 1.0 / float(1 << (2 * SCALE_BITS))   # one unit of the exact sums
+_EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to float exactly
+_CHUNK = 1 << 14
+DEFAULT_KNOTS = 8              # K intervals on [-1, 1]: K + 1 hat functions per column
+DEFAULT_BLOCKS = 8
+N_BOOT = 200
+CERTIFY_SHARE = 0.5
+MIN_SNR = 10.0               # released mass of a hat group, in noise sds
+
+
+def release_sensitivity(n_vars):
+    """L1 sensitivity of the released upper triangle: (max ||f||_1)^2 + max ||f||_2^2 = V^2 + V.
+
+    Replacing one row f by g changes the upper triangle of sum f f^T by
+    sum_{k <= l} |f_k f_l - g_k g_l| <= U(f) + U(g), with
+    U(f) = sum_{k <= l} |f_k f_l| = (||f||_1^2 + ||f||_2^2) / 2.  With
+    ||f||_1 <= V and ||f||_2^2 <= V this is at most V^2 + V, attained when f and g
+    have disjoint supports with one hat equal to 1 in every block (all columns at
+    +bound versus all at -bound).
+
+    Examples
+    --------
+    >>> release_sensitivity(5)
+    30.0
+    """
+    v = V.check_int(n_vars, "n_vars", 1)
+    return float(v * v + v)
+
+
+def hat_features(u, knots=DEFAULT_KNOTS):
+    """Hat-function features of scaled values ``u`` (m, V) in [-1, 1]: integers in units 2^-16.
+
+    Returns an (m, V (knots + 1)) int64 array; per variable the entries are >= 0 and
+    sum to at most 2^16 (each hat value rounded down).
+    """
+    u = np.clip(np.nan_to_num(np.asarray(u, dtype=np.float64), nan=0.0, posinf=1.0,
+                              neginf=-1.0), -1.0, 1.0)
+    if u.ndim == 1:
+        u = u[:, None]
+    m, nv = u.shape
+    K = int(knots)
+    grid = np.linspace(-1.0, 1.0, K + 1)
+    # position in knot units; the hats at floor(pos) and floor(pos) + 1 carry 1 - w and w
+    pos = (u + 1.0) * (K / 2.0)
+    lo = np.clip(np.floor(pos).astype(np.int64), 0, K - 1)
+    w = np.clip(pos - lo, 0.0, 1.0)
+    out = np.zeros((m, nv * (K + 1)), np.int64)
+    rows = np.arange(m)
+    for v in range(nv):
+        base = v * (K + 1)
+        out[rows, base + lo[:, v]] += np.floor((1.0 - w[:, v]) * _ONE).astype(np.int64)
+        out[rows, base + lo[:, v] + 1] += np.floor(w[:, v] * _ONE).astype(np.int64)
+    del grid
+    return out
+
+
+def _scaled(X, centers, bounds):
+    return np.clip((X - centers[None, :]) / bounds[None, :], -1.0, 1.0)
+
+
+def _gram_int(F):
+    """Exact upper triangle of F^T F for int64 features in units 2^-16 (units 2^-32)."""
+    p = F.shape[1]
+    iu = np.triu_indices(p)
+    acc = np.zeros(iu[0].size, np.int64)
+    for a in range(0, F.shape[0], _CHUNK):
+        blk = F[a:a + _CHUNK]
+        # float64 products of integers < 2^16 are exact, and a chunk's sums stay < 2^46
+        acc += np.rint(blk.T.astype(np.float64) @ blk.astype(np.float64))[iu].astype(np.int64)
+    return acc
+
+
+def _conversion_slack(rows, entries):
+    """L1 slack of converting exact sums (|entry| <= rows) to float64: 0 below 2^21 rows."""
+    if rows < _EXACT_ROWS:
+        return 0.0
+    return float(entries) * 2.0 * 2.0 ** (math.floor(math.log2(rows)) + 1 - 52)
+
+
+def _block_bounds(n, k):
+    edges = np.linspace(0, n, k + 1).round().astype(np.int64)
+    return edges
+
+
+def _names_and_matrix(data):
+    names = None
+    cols = getattr(data, "columns", None)
+    if cols is not None and getattr(data, "ndim", 2) == 2:
+        names = list(cols)
+    arr = V.as_data(data, "data", min_rows=2)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise ValueError(f"`data` must have at least 2 columns (variables); got shape "
+                         f"{arr.shape} instead.")
+    if names is None:
+        names = list(range(arr.shape[1]))
+    return arr, names
+
+
+@dataclass(frozen=True)
+class ReleasedTestResult:
+    """One CI query answered from a :class:`ReleasedTable` (post-processing, no epsilon).
+
+    Attributes
+    ----------
+    statistic : float
+        t (``blocks >= 2``, on ``blocks - 1`` degrees of freedom) or z (``blocks == 1``).
+    pvalue : float
+        Two-sided; 1.0 when the released statistics cannot support the query.
+    statistic_name : str
+    partial_covariance : float
+        T / n, the released estimate of E[r_i r_j] on the scaled columns.
+    allowance_share : float
+        The fit check: the share of the variance taken by the fit allowance B^2.
+    fit_ok : bool
+        ``allowance_share <= 0.5``.
+    trusted : bool
+        False when the fit check fails or the released residual variances are not
+        positive: the p-value is then conservative (inflated or 1) and should not be
+        read as evidence of independence.
+    query : tuple
+        (i, j, S) as column names.
+    caveats : tuple of str
+    """
+
+    statistic: float
+    pvalue: float
+    statistic_name: str
+    partial_covariance: float
+    allowance_share: float
+    fit_ok: bool
+    trusted: bool
+    query: tuple
+    caveats: Tuple[str, ...] = field(default=())
+    variance_parts: dict = field(default_factory=dict)
+
+
+class ReleasedTable:
+    """The released sufficient statistics of one table; answers CI queries for free.
+
+    Made by :func:`release`; holds only released values (the noisy Gram matrices of
+    each row block) and public parameters (names, bounds, centres, knots, block
+    sizes, noise scale).  See the module docstring for the statistic.
+    """
+
+    def __init__(self, *, grams, names, bounds, centers, knots, block_rows, epsilon,
+                 sensitivity, noise_scale, mechanism, hardened, charge_statement,
+                 boot_seed):
+        self._grams = grams                      # (k, p_f, p_f) released, symmetric
+        self.names = list(names)
+        self.bounds = np.asarray(bounds, dtype=float)
+        self.centers = np.asarray(centers, dtype=float)
+        self.knots = int(knots)
+        self.block_rows = tuple(int(r) for r in block_rows)
+        self.n = int(sum(self.block_rows))
+        self.epsilon = float(epsilon)
+        self.sensitivity = float(sensitivity)
+        self.noise_scale = float(noise_scale)
+        self.mechanism = mechanism
+        self.hardened = bool(hardened)
+        self._boot_seed = boot_seed
+        self.n_queries = 0
+        self._groups = [self._groups_for(v) for v in range(len(self.names))]
+        self.privacy = {
+            "epsilon": self.epsilon,
+            "mechanism": mechanism,
+            "sensitivity": self.sensitivity,
+            "noise_scale": self.noise_scale,
+            "blocks": len(self.block_rows),
+            "composition": ("one epsilon-DP release: the Laplace mechanism on the upper "
+                            "triangle of each row block's Gram matrix (L1 sensitivity "
+                            f"{self.sensitivity:g} = V^2 + V), disjoint blocks (parallel "
+                            "composition), replacement of one row"),
+            "queries": "post-processing of the release: every query costs epsilon 0",
+            "charged": charge_statement,
+            "hardened": self.hardened,
+        }
+
+    # --- public read-outs -------------------------------------------------------------
+
+    @property
+    def blocks(self):
+        return len(self.block_rows)
+
+    @property
+    def gram(self):
+        """The pooled released Gram matrix (sum over blocks): a copy."""
+        return self._grams.sum(axis=0)
+
+    @property
+    def block_grams(self):
+        """The released Gram matrix of each row block: a copy, shape (k, p_f, p_f)."""
+        return self._grams.copy()
+
+    @property
+    def epsilon_spent_by_queries(self):
+        return 0.0
+
+    def __repr__(self):
+        return (f"ReleasedTable({len(self.names)} columns, n={self.n}, blocks={self.blocks}, "
+                f"epsilon={self.epsilon:g}, queries={self.n_queries} at epsilon 0)")
+
+    def __reduce_ex__(self, protocol):   # released values only: safe to pickle
+        return object.__reduce_ex__(self, protocol)
+
+    # --- queries ----------------------------------------------------------------------
+
+    def _index(self, v, what):
+        is_int = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        if v in self.names and not (is_int and v not in self.names):
+            return self.names.index(v)
+        if is_int and 0 <= v < len(self.names):
+            return int(v)
+        raise ValueError(f"`{what}` must be a column name or index (0..{len(self.names) - 1}); "
+                         f"got {v!r} instead.")
+
+    def _key(self, i, j, S):
+        a, b = self._index(i, "i"), self._index(j, "j")
+        if S is None:
+            S = ()
+        elif isinstance(S, (str, numbers.Integral)) or not hasattr(S, "__iter__"):
+            S = (S,)
+        ss = tuple(sorted({self._index(s, "S") for s in S}))
+        if a == b or a in ss or b in ss:
+            raise ValueError("i and j must be different columns, neither in S; got "
+                             f"i={i!r}, j={j!r}, S={tuple(S)!r} instead.")
+        return a, b, ss
+
+    def _groups_for(self, v):
+        """Hat groups of column v: the outer hats with too little released mass are merged
+        into their inner neighbour (post-processing of the released diagonal block).
+
+        Merging hats k..K into one is the hat basis of u clipped at knot t_k, so the
+        test then uses clip(u_v, t_lo, t_hi): a public function of column v chosen from
+        released values.  A group is kept alone when its released mass
+        1_g^T G 1_g is at least ``MIN_SNR`` noise standard deviations of that mass.
+        """
+        K1 = self.knots + 1
+        G = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1]
+        sc = self.noise_scale * math.sqrt(self.blocks)
+
+        def ok(idx):
+            g = len(idx)
+            mass = float(G[np.ix_(idx, idx)].sum())
+            sd = sc * math.sqrt(2.0 * (g + 2 * g * (g - 1)))
+            return mass >= MIN_SNR * sd
+
+        lo, hi = 0, K1 - 1
+        while hi - lo > 2 and not ok(list(range(0, lo + 1))):
+            lo += 1
+        while hi - lo > 2 and not ok(list(range(hi, K1))):
+            hi -= 1
+        groups = [list(range(0, lo + 1))] + [[k] for k in range(lo + 1, hi)] + \
+            [list(range(hi, K1))]
+        return groups
+
+    def active_range(self, v):
+        """The released clipping range (t_lo, t_hi) of column v on the scaled axis [-1, 1]."""
+        v = self._index(v, "v")
+        g = self._groups[v]
+        t = np.linspace(-1.0, 1.0, self.knots + 1)
+        return float(t[g[0][-1]]), float(t[g[-1][0]])
+
+    def _design(self, a, b, ss):
+        """Columns of C (feature space): u_a, u_b (clipped to the active ranges), then the
+        regressors (the grouped hats of the columns in S, or a constant)."""
+        K1 = self.knots + 1
+        pf = len(self.names) * K1
+        t = np.linspace(-1.0, 1.0, K1)
+        cols = []
+        for v in (a, b):
+            c = np.zeros(pf)
+            for g in self._groups[v]:
+                knot = t[g[-1]] if g[0] == 0 else t[g[0]]
+                c[[v * K1 + k for k in g]] = knot
+            cols.append(c)
+        if not ss:
+            c = np.zeros(pf)
+            c[a * K1:(a + 1) * K1] = 1.0            # the constant (the hats sum to 1)
+            cols.append(c)
+            pen = np.zeros((1, 1))
+        else:
+            blocks = []
+            for pos, s in enumerate(ss):
+                groups = self._groups[s]
+                # the groups of a column sum to the constant: after the first column of S,
+                # drop each column's first group (same span, no exact collinearity)
+                keep = groups if pos == 0 else groups[1:]
+                for g in keep:
+                    c = np.zeros(pf)
+                    c[[s * K1 + k for k in g]] = 1.0
+                    cols.append(c)
+                D = np.diff(np.eye(len(groups)), 2, axis=0)
+                if pos:
+                    D = D[:, 1:]
+                blocks.append(D.T @ D)
+            from scipy.linalg import block_diag
+            pen = block_diag(*blocks)
+        return np.column_stack(cols), pen
+
+    @staticmethod
+    def _stat(M, pen, lam, floor):
+        """Bilinear forms of the residuals: (T_ab, T_aa, T_bb) for M of shape (..., q, q)."""
+        Mz = M[..., 2:, 2:]
+        w, Vv = np.linalg.eigh(Mz + lam * pen)
+        w = np.maximum(w, floor)
+        inv = (Vv / w[..., None, :]) @ np.swapaxes(Vv, -1, -2)
+        beta = inv @ M[..., 2:, :2]                     # (..., qz, 2)
+        q = M.shape[-1]
+        c = np.zeros(M.shape[:-2] + (q, 2))
+        c[..., 0, 0] = 1.0
+        c[..., 1, 1] = 1.0
+        c[..., 2:, :] = -beta
+        return c
+
+    def test(self, i, j, S=(), *, alpha=None):
+        """Test column i independent of column j given the columns S (post-processing only).
+
+        Parameters
+        ----------
+        i, j : column name or index
+        S : sequence of column names or indices, or one of them
+        alpha : ignored (kept for adapters); the p-value is returned.
+
+        Returns
+        -------
+        ReleasedTestResult
+        """
+        a, b, ss = self._key(i, j, S)
+        C, pen = self._design(a, b, ss)
+        k = self.blocks
+        Mb = np.einsum("pq,kpr,rs->kqs", C, self._grams, C, optimize=True)
+        M = Mb.sum(axis=0)
+        q = M.shape[0]
+        pooled_scale = self.noise_scale * math.sqrt(k)
+        lam = pooled_scale * math.sqrt(q)
+        floor = lam
+        c_pen = self._stat(M, pen, lam, floor)
+        c_free = self._stat(M, 0.0 * pen, lam, floor)
+
+        def forms(Ms, c):
+            T_ab = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 1])
+            T_aa = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 0])
+            T_bb = np.einsum("...q,...qs,...s->...", c[..., 1], Ms, c[..., 1])
+            return T_ab, T_aa, T_bb
+
+        T, Taa, Tbb = forms(M, c_pen)
+        T_free = forms(M, c_free)[0]
+        B = T - T_free
+        names = (self.names[a], self.names[b], tuple(self.names[s] for s in ss))
+        caveats = []
+        rng = np.random.default_rng(self._boot_seed + 7919 * self.n_queries)
+        self.n_queries += 1
+        iu = np.triu_indices(C.shape[0])
+        # parametric bootstrap over the released noise scale, on the used features only
+        used = np.flatnonzero(np.any(C != 0, axis=1))
+        Cu = C[used]
+        nb = N_BOOT
+        E = np.zeros((nb, used.size, used.size))
+        iu_u = np.triu_indices(used.size)
+        E[:, iu_u[0], iu_u[1]] = rng.laplace(0.0, pooled_scale, (nb, iu_u[0].size))
+        E = E + np.triu(E, 1).swapaxes(-1, -2)
+        Mstar = M[None] + np.einsum("pq,bpr,rs->bqs", Cu, E, Cu, optimize=True)
+        cs_pen = self._stat(Mstar, pen, lam, floor)
+        cs_free = self._stat(Mstar, 0.0 * pen, lam, floor)
+        Ts = forms(Mstar, cs_pen)[0]
+        Bs = Ts - forms(Mstar, cs_free)[0]
+        var_noise = float(np.mean((Ts - T) ** 2))
+        var_B_noise = float(np.mean((Bs - B) ** 2))
+        allow2 = max(0.0, B * B - var_B_noise)
+        del iu
+        if Taa <= 0 or Tbb <= 0:
+            caveats.append("a released residual variance is not positive: the noise "
+                           "dominates this query; p = 1.")
+            return ReleasedTestResult(math.nan, 1.0, "none", T / self.n, math.nan, False,
+                                      False, names, tuple(caveats))
+        if k >= 2:
+            Tb = forms(Mb, c_pen[None])[0]
+            base = k * float(np.var(Tb, ddof=1))
+            name = "t"
+        else:
+            base = Taa * Tbb / self.n + var_noise
+            name = "z"
+        var = base + allow2
+        if not (np.isfinite(var) and var > 0):
+            caveats.append("the variance of the statistic is not positive; p = 1.")
+            return ReleasedTestResult(math.nan, 1.0, name, T / self.n, math.nan, False,
+                                      False, names, tuple(caveats))
+        share = allow2 / var
+        fit_ok = share <= CERTIFY_SHARE
+        stat = T / math.sqrt(var)
+        if k >= 2:
+            from scipy.special import stdtr
+            p = float(min(1.0, 2.0 * stdtr(k - 1, -abs(stat))))
+        else:
+            from scipy.special import ndtr
+            p = float(min(1.0, 2.0 * ndtr(-abs(stat))))
+        trusted = fit_ok
+        if not fit_ok:
+            caveats.append(f"fit check failed: the allowance for the additive fit's bias is "
+                           f"{share:.0%} of the variance; the p-value is conservative and is "
+                           "not evidence of independence.")
+        parts = {"base": float(base), "noise_bootstrap": var_noise, "allowance": allow2}
+        return ReleasedTestResult(float(stat), p, name, float(T / self.n), float(share),
+                                  bool(fit_ok), bool(trusted), names, tuple(caveats), parts)
+
+    def pvalue(self, i, j, S=()):
+        """The p-value of :meth:`test` (for PC-style callers)."""
+        return self.test(i, j, S).pvalue
+
+
+def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
+            blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS):
+    """Release a table's second moments once, with ``epsilon``; test any CI query for free.
+
+    Parameters
+    ----------
+    data : array-like or DataFrame, shape (n, V)
+        The private table (rows are individuals; V >= 2 columns).
+    epsilon : float
+        The epsilon of the single release (> 0).
+    bounds : float or sequence of V floats
+        Public bounds: column v is scaled as (x_v - centers[v]) / bounds[v] and clipped
+        to [-1, 1].
+    centers : float or sequence of V floats, default 0.0
+        Public centres.
+    rng : None, int or numpy Generator
+        None: OpenDP's hardened Laplace sampler.  Given: reproducible numpy noise
+        (simulations only).
+    budget : PrivacyBudget, optional
+        Charged ``epsilon`` once, after every argument is validated and before the data
+        are read.
+    blocks : int, default 8
+        Disjoint row blocks (by position), each released with the full epsilon
+        (parallel composition).  ``blocks >= 2``: block-wise t statistic; 1: one
+        Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
+    knots : int, default 8
+        Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
+
+    Returns
+    -------
+    ReleasedTable
+
+    Examples
+    --------
+    >>> import numpy as np, privci
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=4000); x = z + rng.normal(size=4000); y = z + rng.normal(size=4000)
+    >>> tab = privci.release(np.column_stack([x, y, z]), epsilon=20.0, bounds=4.0, rng=1)
+    >>> tab.test(0, 1, [2]).pvalue > 0.01, tab.test(0, 2).pvalue < 0.01
+    (True, True)
+    >>> tab.privacy["queries"]
+    'post-processing of the release: every query costs epsilon 0'
+    """
+    X, names = _names_and_matrix(data)
+    n, nv = X.shape
+    eps = V.positive_finite(epsilon, "epsilon")
+    b = V.positive_bounds(bounds, "bounds", nv)
+    c = V.public_centres(centers, "centers", nv)
+    k = V.check_int(blocks, "blocks", 1)
+    K = V.check_int(knots, "knots", 1)
+    if K > 64:
+        raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
+    if n < 2 * k:
+        raise ValueError(f"`blocks` must leave at least 2 rows per block; got blocks={k} for "
+                         f"n={n} rows instead.")
+    if len(set(map(repr, names))) != len(names):
+        raise ValueError(f"`data` must have distinct column names; got {names!r} instead.")
+    gen = None if rng is None else V.check_rng(rng)
+    if budget is not None:
+        from .budget import PrivacyBudget
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError("`budget` must be None or a privci.PrivacyBudget; got "
+                            f"{type(budget).__name__} instead.")
+    sens_base = release_sensitivity(nv)
+    pf = nv * (K + 1)
+    ntri = pf * (pf + 1) // 2
+    edges = _block_bounds(n, k)
+    rows = np.diff(edges)
+    sens = sens_base + _conversion_slack(int(rows.max()), ntri)
+    statement = _charge(budget, eps, test="privci.release",
+                        details=f"Gram matrices of {nv} columns, {k} row blocks")
+    U = _scaled(X, c, b)
+    grams = np.zeros((k, pf, pf))
+    iu = np.triu_indices(pf)
+    info = None
+    for blk in range(k):
+        F = hat_features(U[edges[blk]:edges[blk + 1]], K)
+        exact = _gram_int(F)
+        vals = exact.astype(np.float64) * (1.0 / float(1 << (2 * SCALE_BITS)))
+        noisy, info = laplace_mechanism(vals, sens, eps, gen, value_bound=float(rows[blk]))
+        g = np.zeros((pf, pf))
+        g[iu] = noisy
+        grams[blk] = g + np.triu(g, 1).T
+    del U, X
+    seed = int(np.random.default_rng(gen.integers(2 ** 32) if gen is not None else None)
+               .integers(2 ** 31))
+    return ReleasedTable(grams=grams, names=names, bounds=b, centers=c, knots=K,
+                         block_rows=rows.tolist(), epsilon=eps, sensitivity=sens,
+                         noise_scale=info.scale, mechanism=info.mechanism,
+                         hardened=info.hardened, charge_statement=statement, boot_seed=seed)
+
+
+# --- private PC on one release ----------------------------------------------------------
+
+
+def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
+                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep"):
+    """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
+
+    The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
+    are post-processing.  ``untrusted="keep"``: a query whose fit check fails never
+    removes an edge; ``"use"``: its (conservative) p-value is used as it is.
+    """
+    from .budget import PrivacyBudget
+    from .causal import PCResult, _candidate_sets, _orient
+
+    X, names = _names_and_matrix(data)
+    n, p = X.shape
+    eps = V.positive_finite(epsilon, "epsilon")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
+        raise ValueError(f"`alpha` must be a number in (0, 1); got {alpha!r} instead.")
+    top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
+    if untrusted not in ("keep", "use"):
+        raise ValueError(f"`untrusted` must be 'keep' or 'use'; got {untrusted!r} instead.")
+    if budget is not None and not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"`budget` must be None or a privci.PrivacyBudget; got "
+                        f"{type(budget).__name__} instead.")
+    # validate the release's own arguments before anything is charged
+    V.positive_bounds(bounds, "bounds", p)
+    V.public_centres(centers, "centers", p)
+    V.check_int(blocks, "blocks", 1)
+    V.check_int(knots, "knots", 1)
+    if rng is not None:
+        rng = V.check_rng(rng)
+    run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
+    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
+                    budget=run_budget, blocks=blocks, knots=knots)
+    if budget is not None:
+        budget.charge(eps, test="privci.causal.pc",
+                      details=f"PC on {p} columns, one release of the table")
+    del X
+    adj = ~np.eye(p, dtype=bool)
+    sepsets, pvalues, flagged = {}, {}, []
+    for order in range(top + 1):
+        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
+        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
+        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
+        plan = [(i, j, c) for i, j, c in plan if c]
+        if not plan:
+            break
+        removed = []
+        for i, j, cands in plan:
+            for s in cands:
+                key = (i, j, tuple(sorted(s)))
+                if key not in pvalues:
+                    res = table.test(i, j, list(s))
+                    pvalues[key] = res.pvalue
+                    if not res.trusted:
+                        flagged.append(key)
+                if key in flagged and untrusted == "keep":
+                    continue
+                if pvalues[key] > alpha:
+                    removed.append((i, j))
+                    sepsets[(i, j)] = tuple(s)
+                    break
+        for i, j in removed:
+            adj[i, j] = adj[j, i] = False
+    directed = _orient(adj, sepsets)
+    guarantee = (f"one {eps:g}-DP release (privci.release: Laplace noise on the Gram matrices "
+                 f"of {blocks} disjoint row blocks, replacement of one row); the "
+                 f"{len(pvalues)} tests, the skeleton, separating sets and CPDAG are "
+                 "post-processing")
+    if budget is not None:
+        guarantee += f"; the run was charged as one {eps:g}-DP release to the outer budget"
+    caveats = []
+    if rng is not None:
+        caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
+                       "hardened against floating-point attacks; use rng=None for a release.")
+    if flagged:
+        caveats.append(f"{len(flagged)} tests failed the fit check (conservative p-values); "
+                       + ("they never removed an edge." if untrusted == "keep" else
+                          "their p-values were used as they are."))
+    return PCResult(adjacency=adj, directed=directed, names=names, sepsets=sepsets,
+                    pvalues=pvalues, level_epsilon={}, n_tests=len(pvalues), refused=(),
+                    epsilon=eps, alpha=float(alpha), budget=run_budget, guarantee=guarantee,
+                    caveats=tuple(caveats))
