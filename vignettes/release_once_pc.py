@@ -200,7 +200,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--p", type=int, default=5)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 5.0, 20.0])
-    ap.add_argument("--blocks", type=int, nargs="+", default=[8])
+    ap.add_argument("--blocks", type=int, nargs="+", default=[1])
     ap.add_argument("--knots", type=int, default=8)
     ap.add_argument("--kinds", nargs="+", default=["linear", "nonlinear", "hetero"])
     ap.add_argument("--sizes", type=int, nargs="+", default=[0, 1, 2])

@@ -35,12 +35,12 @@ The mechanism (proof on the documentation page "Release once, test many")
    eigenvalue floor at the noise level; T = sum_rows r_i r_j is the resulting
    bilinear form of the released Gram matrix.  The calibration is noise-aware:
 
-   - ``blocks >= 2`` (default 8): T_b, the same bilinear form of block b's Gram
+   - ``blocks >= 2``: T_b, the same bilinear form of block b's Gram
      matrix, is computed per block; t = T / sqrt(k var_b(T_b)) on k - 1 degrees
      of freedom.  Each T_b carries its own block's sampling variation *and* its
      own Laplace noise, so the block spread sees both (heteroscedastic data
      included).
-   - ``blocks == 1``: z = T / sqrt(T_ii T_jj / n + V_noise + B^2), where
+   - ``blocks == 1`` (default; the measured choice, see the docs page): z = T / sqrt(T_ii T_jj / n + V_noise + B^2), where
      V_noise is a parametric bootstrap of T over the released noise scale
      (the fit recomputed every draw).  The sampling part assumes
      homoscedastic residual products.
@@ -76,7 +76,7 @@ _SCALE_UNIT = 1.0 / float(1 << (2 * SCALE_BITS))   # one unit of the exact sums
 _EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to float exactly
 _CHUNK = 1 << 14
 DEFAULT_KNOTS = 8              # K intervals on [-1, 1]: K + 1 hat functions per column
-DEFAULT_BLOCKS = 8
+DEFAULT_BLOCKS = 1
 N_BOOT = 200
 CERTIFY_SHARE = 0.5
 MIN_SNR = 10.0               # released mass of a hat group, in noise sds
@@ -503,7 +503,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     budget : PrivacyBudget, optional
         Charged ``epsilon`` once, after every argument is validated and before the data
         are read.
-    blocks : int, default 8
+    blocks : int, default 1
         Disjoint row blocks (by position), each released with the full epsilon
         (parallel composition).  ``blocks >= 2``: block-wise t statistic; 1: one
         Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
