@@ -37,12 +37,12 @@ def test_basis_blocks_sum_to_at_most_one_exactly(d, intervals):
     rng = np.random.default_rng(d)
     t = rng.normal(scale=2.0, size=(400, d))
     t[:len(EXTREMES), 0] = EXTREMES
-    kn = np.linspace(-4, 4, 2 * intervals + 1)
+    kn = np.unique(S._knots(2 * intervals))
     t[len(EXTREMES):len(EXTREMES) + kn.size, -1] = kn          # exactly on the knots
     t[-3:, :] = 0.13971001688186213                              # the knot value
     q = des.features_int(t)
     assert q.dtype == np.int64 and q.shape == (400, des.n_features()) and (q >= 0).all()
-    per = 2 * intervals + 3
+    per = S._n_per(2 * intervals)
     edges = [0, per] + [per + j * (per - 1) for j in range(1, d)]
     if des.interactions:
         edges += [edges[-1] + 2 ** d, edges[-1] + 2 ** (d + 1)]
@@ -206,7 +206,8 @@ def test_released_statistic_matches_the_documented_steps(monkeypatch):
     one = 2.0 ** 16
 
     def knots(I):
-        return np.r_[[-4.0] * 4, norm.ppf(np.arange(1, I) / I), [4.0] * 4]
+        inner = np.r_[norm.ppf(np.arange(1, I) / I), np.linspace(-3, 3, I // 2 + 1)]
+        return np.r_[[-4.0] * 4, np.unique(np.round(inner, 12)), [4.0] * 4]
 
     u = np.trunc(np.clip(d.x / d.x_bound, -1, 1) * one) / one
     v = np.trunc(np.clip(d.y / d.y_bound, -1, 1) * one) / one

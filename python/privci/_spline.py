@@ -7,14 +7,20 @@ columns of x and y); the proofs are on the documentation's "Released regression"
 
 1. **Basis** (public, :class:`Design`).  Each column of z is centred and scaled by
    public (or privately released) values, t = (z - z_center) / z_scale, clipped to
-   [-4, 4], and expanded in cubic B-splines on *uniform* knots over [-4, 4] (the
-   **rich** basis has ``2 * intervals`` intervals per column).  With 2 to 4 columns
-   the basis also holds two multilinear interaction blocks (products of hat functions
-   of every column, on the boxes [-2, 2]^d and [-4, 4]^d: they span z_1 z_2,
-   z_1 z_2 z_3, ...).  Every block is a partition of unity quantised to the grid
-   2^-16 with its integer sum at most 2^16, so every row's feature vector is
+   [-4, 4], and expanded in cubic B-splines whose interior knots are the standard
+   normal quantiles j / I (every interval holds the same reference mass, so every
+   function carries data; the bases for I and 2I intervals are nested).  The **rich**
+   basis has 2I intervals, the **test** basis I.  With 2 to 4 columns the basis also
+   holds multilinear interaction blocks (products over the columns of hat functions, on
+   [-2, 2]^d in both bases and [-4, 4]^d in the rich one).  Every block is quantised to
+   the grid 2^-16 with its integer sum at most 2^16, so every row's feature vector is
    non-negative with L1 norm at most s = the number of blocks, *exactly*.
-2. **Released fit** (:func:`release_fits`).  The rows are split by a data-independent
+2. **Rule** (:func:`choose_design`).  The fit share minimises the predicted noise
+   variance of the test sum; the resolution I is the finest in (4, 8, 16) at which no
+   central direction of the test fit is shrunk by more than 10% (on the public
+   reference Gram of z ~ N(0, I)).  Where even I = 4 fails, the design is not
+   resolvable: the **fail-safe** sets the p-value to 1 and the result says why.
+3. **Released fit** (:func:`release_fits`).  The rows are split by a data-independent
    partition into halves A and B.  On A the sufficient statistics of the regression
    of the scaled x on the rich basis, G_A = sum phi phi^T (upper triangle) and
    b_A = sum x phi, get Laplace noise; on B the same for y.  Replacing one row changes
@@ -22,25 +28,24 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    (|x| <= 1).  All sums are exact (fixed-point integers), so the bounds hold in
    floating point; beyond 2^21 rows the float conversion's rounding is added to the
    stated sensitivity.  A row lies in A or in B: parallel composition.
-3. **Two fits from one release** (post-processing, :func:`fit_coefficients`).  The
-   *test* fit uses the coarser nested basis (``intervals`` per column; its Gram
-   matrix is A^T G A with the knot-insertion matrix A), penalised towards a
-   per-column linear function (second differences, P-spline) with weight
-   lambda = the Gram noise scale times sqrt(p); the *rich* fit uses the full basis
-   with no penalty.  Both floor the eigenvalues of the penalised Gram matrix at
-   lambda.
-4. **Residual products** (:func:`partition_block_sums`).  With the test fit public,
+4. **Fits** (post-processing).  Test fit: the nested basis (Gram A^T G A with the
+   knot-insertion matrix A), ridge lambda = (Gram noise scale) sqrt(p) on everything
+   but a linear function per column, eigenvalues floored at lambda.  Rich fit: the full
+   basis, floor lambda, no ridge.
+5. **Residual products** (:func:`partition_block_sums`).  With the test fit public,
    r_x = clip(x - clip(phi^T beta_x, -1, 1), -1, 1), likewise r_y; each product lies
    in [-1, 1], so the block sums of a second data-independent partition have L1
    sensitivity 2 per pair of columns, whatever the fit.  Laplace noise.
-5. **Test** (:func:`spline_test`).  S = the sum of the k noisy block sums,
-   t = S / sqrt(k var(block sums) + V + B^2) on k - 1 degrees of freedom, where V is
-   the parametric-bootstrap second moment of the shift that the fits' noise puts on
-   every product, and B = |(rich_x - test_x)^T G (rich_y - test_y)| is the **bias
-   allowance**: the nested fits' estimate of the covariance of the test fits' errors,
-   which the GCM statistic would otherwise count as dependence.  A variance share of
-   B^2 above one half flags the fit as not certified (the p-value is then dominated by
-   the allowance, hence conservative) and the result says so.
+6. **Test** (:func:`spline_test`).  S = the sum of the k noisy block sums,
+   t = S / sqrt(k var(block sums) + V + B^2) on k - 1 degrees of freedom.  V is the
+   delta-method second moment of the shift e_x^T G e_y that the fits' noise puts on
+   every product (G: the released Gram with its eigenvalues shrunk by the noise edge).
+   B is the **bias allowance**: the nested fits' estimate of the covariance of the test
+   fits' errors, |(rich_x - test_x)^T G (rich_y - test_y)|, plus the same for an
+   unshrunk fit on coarse canonical directions against the test fit's projection, each
+   with its own noise second moment removed and one noise standard deviation added (an
+   upper confidence bound).  A variance share of B^2 above one half is reported as "not
+   certified" (the allowance decides the p-value, so it is conservative).
 
 Everything is epsilon_fit + epsilon_test = epsilon-DP by sequential composition.
 """
@@ -62,7 +67,8 @@ __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_
            "FitRelease", "SplineTest", "fit_check"]
 
 SPLINE_RANGE = 4.0        # t = (z - centre) / scale is clipped to [-4, 4]
-INTERACTION_BOX = 2.0     # the test basis' multilinear block lives on [-2, 2]^d
+INTERACTION_BOX = 3.0     # the test basis' multilinear block lives on [-3, 3]^d
+RICH_BOX = 2.0            # the rich basis adds one on [-2, 2]^d
 MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
 GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
@@ -98,14 +104,22 @@ def _knots(intervals):
     from scipy.stats import norm
     T = SPLINE_RANGE
     inner = norm.ppf(np.arange(1, intervals) / intervals)
+    if UNIFORM_FLANKS:
+        grid = np.linspace(-3.0, 3.0, intervals // 2 + 1)
+        inner = np.unique(np.round(np.r_[inner, grid], 12))
     kv = np.r_[[-T] * 4, inner, [T] * 4]
     kv.setflags(write=False)
     return kv
 
 
+def _n_per(intervals):
+    """Number of cubic B-splines per column for a resolution of ``intervals``."""
+    return len(_knots(intervals)) - 4
+
+
 def _greville(intervals):
     kv = _knots(intervals)
-    return np.array([kv[j + 1:j + 4].mean() for j in range(intervals + 3)])
+    return np.array([kv[j + 1:j + 4].mean() for j in range(_n_per(intervals))])
 
 
 def _bspline_values(t, intervals):
@@ -163,7 +177,7 @@ class Design:
         return self.d + (2 if self.interactions else 0)
 
     def n_features(self, rich=True):
-        per = (self.rich_intervals if rich else self.intervals) + 3
+        per = _n_per(self.rich_intervals if rich else self.intervals)
         p = per + (self.d - 1) * (per - 1)
         if self.interactions:
             p += (2 if rich else 1) * 2 ** self.d
@@ -182,7 +196,7 @@ class Design:
             blocks.append(q if j == 0 else q[:, 1:])
         if self.interactions:
             blocks.append(_quantise_block(_multilinear(t, INTERACTION_BOX)))
-            blocks.append(_quantise_block(_multilinear(t, SPLINE_RANGE)))
+            blocks.append(_quantise_block(_multilinear(t, RICH_BOX)))
         return np.concatenate(blocks, axis=1)
 
     def features(self, t):
@@ -282,7 +296,14 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
     if interactions:
         central.append(np.ones(2 ** d, bool))
     central = np.concatenate(central)
-    resolvable = float(np.min(r[central] / (r[central] + lam))) >= CERT_RHO
+    rho = r[central] / (r[central] + lam)
+    if interactions:
+        # every product of 2..d columns is in the multilinear block with coefficients
+        # +-B^k at the 2^d corners: Rayleigh quotient m E[h^2] / (B^(2k) 2^d), E[h^2] ~ 1
+        for kk in range(2, d + 1):
+            rq = m / (INTERACTION_BOX ** (2 * kk) * 2 ** d)
+            rho = np.r_[rho, rq / (rq + lam)]
+    resolvable = float(np.min(rho)) >= CERT_RHO
     return test_var, fit_var, resolvable
 
 
@@ -500,11 +521,14 @@ class SplineTest:
     certified: bool
 
 
-# experiment knobs (module constants; the defaults are the documented mechanism)
+# the calibration's constants (module constants so that studies can vary them; the
+# defaults are the documented mechanism, fixed on pilot runs: vignettes/README.md)
 V_MODE = "linear"          # "linear": delta-method second moment; "boot": parametric bootstrap
 DEBIAS_ALLOWANCE = True    # subtract the allowance's own noise second moment
 RICH_FLOOR = 1.0           # the rich fit's eigenvalue floor, in units of lambda
+RICH_PENALISED = False     # (measured worse: misses resolution bias) rich fit with the test's ridge
 UCB_Z = 1.0                # allowance: the debiased estimate plus this many noise sds
+UNIFORM_FLANKS = True      # knots: also a uniform grid on [-3, 3] (I / 2 intervals)
 CANONICAL = True           # second allowance: canonical low-order directions, unshrunk
 GP_SHRINK = 1.0            # the Gram matrix of the quadratic forms: eigenvalues minus this * lambda, >= 0
 
@@ -552,7 +576,11 @@ def _fit_operators(rel, design):
     A = _insertion(design.d, design.intervals, design.interactions)
     P = _penalty(design.d, design.intervals, design.interactions, False)
     H_test = A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
-    H_rich = _floored_inverse(rel.gram, RICH_FLOOR * lam)
+    if RICH_PENALISED:
+        Pr = _penalty(design.d, design.rich_intervals, design.interactions, True)
+        H_rich = _floored_inverse(rel.gram + lam * Pr, RICH_FLOOR * lam)
+    else:
+        H_rich = _floored_inverse(rel.gram, RICH_FLOOR * lam)
     return H_test, H_rich
 
 
