@@ -599,15 +599,19 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     """Differentially private GCM test (PrivGCM).
 
     With z given and ``regression="spline"`` (the default): the regressions
-    of the scaled x and y on z are **released** with differential privacy (an
-    additive cubic-spline fit whose Gram matrices and cross-products get
-    Laplace noise, x fitted on one half of the rows and y on the other), the
-    residuals are clipped to [-1, 1], their products are summed within 20
-    blocks of a data-independent partition, each block sum gets
-    Laplace(2 / epsilon_test), and the test is a t statistic that also
-    accounts for the released fit's noise (see ``privci._spline`` and the
-    documentation's "Released regression" page for the proof).  90% of the
-    test's epsilon goes to the fit, 10% to the block sums.
+    of the scaled x and y on z are **released** with differential privacy (a
+    cubic-spline fit, additive with multilinear interactions for 2 to 4
+    columns, whose Gram matrices and cross-products get Laplace noise, x
+    fitted on one half of the rows and y on the other), the residuals are
+    clipped to [-1, 1], their products are summed within 20 blocks of a
+    data-independent partition, each block sum gets Laplace(2 / epsilon_test),
+    and the test is a t statistic whose variance also holds the released
+    fits' noise and a bias allowance from a nested richer fit (see
+    ``privci._spline`` and the documentation's "Released regression" page for
+    the proof).  A public rule of (n, d, epsilon) sets the basis resolution
+    and the fit/test split; where it finds that the regression cannot be
+    resolved, the p-value is 1 (a fail-safe) and ``res.fit_check`` and the
+    printed "fit check" line say so.
 
     With ``regression="krr"`` (the paper's mechanism): the kernel ridge
     residual products of (x - x_center)/x_bound and (y - y_center)/y_bound,
@@ -709,15 +713,15 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         the KRR-only options (``ridge_lambda``, ``kernel_sigma``,
         ``cv_lambdas``, ``kernel_approximation``, ``n_features``,
         ``feature_rng``, ``sensitivity``) are refused with it, and
-        ``n_blocks=None`` too.  It is additive in the columns of z (no
-        interactions), so its level rests on E[X | Z] and E[Y | Z] being
-        close to additive functions of the columns; measured level and power
-        are in ``vignettes/README.md`` ("PrivGCM's defaults").
+        ``n_blocks=None`` too.  It is additive in the columns of z, with
+        multilinear interactions for 2 to 4 columns; its level rests on what
+        the nested fits can represent (measured level, including the cells
+        that fail, in ``vignettes/README.md``, "Level stress grid").
         ``"krr"``: kernel ridge regression, the paper's mechanism.
     z_center : None, float, one per column of z, or "auto"
         Public centre of each column of z (subtracted before ``z_scale``);
-        the spline's knots sit at the normal quantiles of
-        (z - z_center) / z_scale, clipped to [-4, 4].  None (default):
+        the spline's knots sit at the normal quantiles (and on a uniform grid
+        over [-3, 3]) of (z - z_center) / z_scale, clipped to [-4, 4].  None (default):
         ``"auto"`` with the spline fit (a private median per column, part of
         ``bounds_epsilon``), 0 with ``"krr"`` (the Gaussian kernel does not
         depend on a shift).  Fixed before seeing the data when given.

@@ -76,7 +76,10 @@
 #'   `parameter` (`epsilon`), `p.value`, `null.value`, `alternative`,
 #'   `method`, `data.name`, `n`, and the privacy record: `epsilon`,
 #'   `mechanism`, `sensitivity`, `noise_scale`, `hardened`, `ridge_lambda`,
-#'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`. No un-noised quantity
+#'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`; with the default spline
+#'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
+#'   `intervals`, ...: when `certified` is FALSE the p-value is conservative,
+#'   and 1 when the regression cannot be resolved). No un-noised quantity
 #'   is returned. `print()` shows the test as for [stats::t.test()], followed
 #'   by the privacy record.
 #' @seealso [gcm()], [privcrt()].
@@ -158,8 +161,17 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
       data.name = data.name,
       n = res$n
     ),
-    privacy
+    privacy,
+    if (!is.null(res$fit_check)) list(fit_check = .fit_check(res$fit_check))
   ), class = c("privci_private_htest", "htest"))
+}
+
+# The released regression's fit check as an R list (NULL-free, plain types).
+.fit_check <- function(fc) {
+  list(certified = isTRUE(fc$certified), resolvable = isTRUE(fc$resolvable),
+       allowance_share = as.numeric(fc$allowance_share),
+       intervals = as.integer(fc$intervals), rich_intervals = as.integer(fc$rich_intervals),
+       interactions = isTRUE(fc$interactions), fit_share = as.numeric(fc$fit_share))
 }
 
 #' @export
@@ -171,6 +183,14 @@ print.privci_private_htest <- function(x, ...) {
                      format(x$sensitivity, digits = 4), ", noise scale = ",
                      format(x$noise_scale, digits = 4), ", ", noise), exdent = 2), sep = "\n")
   cat(strwrap(paste("guarantee:", x$guarantee), exdent = 2), sep = "\n")
+  if (!is.null(x$fit_check)) {
+    fc <- x$fit_check
+    verdict <- if (fc$certified) "certified" else if (!fc$resolvable)
+      "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
+      "NOT certified: the bias allowance dominates, so the p-value is conservative"
+    cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column)",
+                        verdict, 100 * fc$allowance_share, fc$intervals), exdent = 2), sep = "\n")
+  }
   for (caveat in x$caveats) {
     cat(strwrap(paste("caveat:", caveat), exdent = 2), sep = "\n")
   }

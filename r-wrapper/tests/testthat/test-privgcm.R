@@ -212,11 +212,14 @@ test_that("privgcm's default is the released spline regression, as in Python", {
   expect_identical(unname(res$statistic), py$statistic)
   expect_identical(res$p.value, py$pvalue)
   expect_equal(res$sensitivity, 2)
-  expect_match(res$mechanism, "released additive cubic-spline regression", fixed = TRUE)
+  expect_match(res$mechanism, "released nested cubic-spline regression", fixed = TRUE)
+  expect_identical(res$fit_check$certified, isTRUE(py$fit_check$certified))
+  expect_true(is.numeric(res$fit_check$allowance_share))
   expect_match(res$method, "released spline regression, 20 noisy block sums", fixed = TRUE)
   shown <- gsub("\\s+", " ", paste(capture.output(print(res)), collapse = " "))
   expect_match(shown, "for the released regression", fixed = TRUE)
   expect_match(shown, "for the released centres of z", fixed = TRUE)
+  expect_match(shown, "fit check:", fixed = TRUE)
   # public z_center / z_scale pass through `...`; the KRR path on request
   pub <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3,
                  z_center = 0, z_scale = 1)
