@@ -40,16 +40,19 @@ test_that("privgcm and privcrt charge a budget passed through `...`; overspendin
   skip_if_no_privci()
   d <- sim_data(n = 150)
   b <- privci_budget(1, name = "d")
-  r1 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1, budget = b)
+  r1 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
+                 z_center = 0, z_scale = 1, budget = b)
   expect_s3_class(r1, "privci_private_htest")
   expect_equal(b$spent, 0.6)
   expect_equal(budget_remaining(b), 0.4)
   # the same test without a budget: the same release
-  r0 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1)
+  r0 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
+                 z_center = 0, z_scale = 1)
   expect_identical(r1$statistic, r0$statistic)
   # overspending: an R error naming the Python exception, nothing charged
   err <- expect_error(
-    privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1, budget = b),
+    privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
+                 z_center = 0, z_scale = 1, budget = b),
     "does not fit in what remains", class = "python.builtin.BudgetExceededError")
   expect_s3_class(err, "privci_error")
   expect_equal(b$spent, 0.6)
@@ -66,6 +69,6 @@ test_that("privgcm and privcrt charge a budget passed through `...`; overspendin
   expect_output(print(b), "privcrt")
   # the Python object itself is accepted as well
   r3 <- privgcm(d$x, d$y, d$z, epsilon = 0.05, x_bound = 4, y_bound = 4, seed = 1,
-                budget = b$py)
+                budget = b$py, z_center = 0, z_scale = 1)
   expect_equal(budget_spent(b), 0.95)
 })

@@ -51,7 +51,8 @@ test_that("privgcm: the same seed gives the same result, another seed another", 
 test_that("privgcm without a seed uses hardened OpenDP noise", {
   skip_if_no_privci()
   d <- sim_data(n = 60)
-  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4)
+  res <- privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, z_center = 0,
+                 z_scale = 1)
   expect_true(res$hardened)
   expect_match(res$mechanism, "OpenDP", fixed = TRUE)
   expect_gte(res$noise_scale, res$sensitivity)
@@ -197,8 +198,10 @@ test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
                   x_center = "auto", y_center = "auto", bounds_epsilon = 0.4, regression = "krr", seed = 3)
   expect_identical(unname(res$statistic), py$statistic)
   mx <- gaussian_model_x(function(z) sin(as.matrix(z)[, 1]), 1)
-  crt <- privcrt(d$x - 50, d$y, d$z, epsilon = 2, model_x = mx, y_bound = "auto",
-                 x_residual_bound = "auto", y_center = "auto", seed = 4)
+  expect_warning(crt <- privcrt(d$x - 50, d$y, d$z, epsilon = 2, model_x = mx,
+                                y_bound = "auto", x_residual_bound = "auto",
+                                y_center = "auto", seed = 4),
+                 "below 60", fixed = TRUE)
   expect_match(crt$guarantee, "for the released bounds/centres", fixed = TRUE)
   expect_true(crt$bounds$x_residual_bound > 0)
 })
@@ -206,7 +209,10 @@ test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
 test_that("privgcm's default is the released spline regression, as in Python", {
   skip_if_no_privci()
   d <- sim_data(n = 400)
-  res <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3)
+  # the default releases z's centre and scale privately: unreliable at n = 400 (a warning)
+  expect_warning(res <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4,
+                                seed = 3),
+                 "below 60", fixed = TRUE)
   py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3)
   expect_htest(res, "t")
   expect_identical(unname(res$statistic), py$statistic)
