@@ -462,7 +462,7 @@ def _dask_caption(n_parts):
 
 def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_test, eps_c,
                     scaling, means, xc, yc, centre_info, inp, user_rng, mode, n_sim,
-                    alternative, composition):
+                    alternative, composition, assume_additive=False):
     """The released-regression path of privgcm on Dask (``gcm._privgcm_spline``, two passes).
 
     The seeded draws come in the in-memory order: (centre noise, drawn by the caller),
@@ -478,7 +478,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     from .mechanisms import quiet
     from .results import PrivacyRecord, PrivateTestResult
 
-    design = S.choose_design(n, d, p, q, eps_test, k)
+    design = S.choose_design(n, d, p, q, eps_test, k, assume_additive=assume_additive)
     eps_fit, eps_t = design.eps_fit, design.eps_test
     spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
             "entropy": new_entropy(user_rng)}
@@ -511,7 +511,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     if not hardened:
         caveats.append(SEEDED_CAVEAT)
     caveats.append(REGRESSION_CAVEAT)
-    caveats.append(S.ADDITIVE_CAVEAT)
+    caveats.append(S.additive_caveat(design))
     parts_eps, pieces = [], []
     if centre_info is not None:
         parts_eps.append(f"{eps_c:g} for the released centres")
@@ -558,7 +558,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None,
+            assume_additive=False):
     """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc)."""
     if regression == "spline" and z is not None and (z_scale is None or z_center is None):
         raise ValueError("on Dask arrays the spline fit needs public `z_center` and `z_scale` "
@@ -579,8 +580,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_statistic,
                            guarantee_text, new_entropy)
     from .budget import _charge
-    from .gcm import (_GCMInputs, _check_n_blocks, _check_regression, _method_name,
-                      _remaining_budget, _statistic_from_sums)
+    from .gcm import (_GCMInputs, _check_assume_additive, _check_n_blocks, _check_regression,
+                      _method_name, _remaining_budget, _statistic_from_sums)
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult
@@ -613,6 +614,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         "kernel_approximation": kernel_approximation, "n_features": n_features,
         "feature_rng": feature_rng, "sensitivity": sensitivity})
     spline = reg == "spline" and conditional
+    _check_assume_additive(assume_additive, spline)
     k = _check_n_blocks(n_blocks, n, conditional, reg)
     if z_scale is not None and not conditional:
         raise ValueError("`z_scale` needs z; got z = None.")
@@ -663,7 +665,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             client, xbl, ybl, zbl, offsets, n=n, p=p, q=q, d=zd.shape[1], k=k, eps=eps,
             eps_test=eps_test, eps_c=eps_c, scaling=scaling, means=means, xc=xc, yc=yc,
             centre_info=centre_info, inp=inp, user_rng=user_rng, mode=mode, n_sim=n_sim,
-            alternative=alternative, composition=composition)
+            alternative=alternative, composition=composition, assume_additive=assume_additive)
     freqs_t = w = None
     if conditional:
         freqs = rff_frequencies(zd.shape[1], inp.n_features, inp.sigma, inp.feature_rng)

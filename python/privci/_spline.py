@@ -64,7 +64,7 @@ __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_
            "GRAM_SHARE", "N_BOOT", "K_BLOCKS", "gram_sensitivity", "cross_sensitivity",
            "partition_stats", "release_fits", "fit_coefficients", "partition_block_sums",
            "release_block_sums", "spline_test", "mechanism_text", "ADDITIVE_CAVEAT",
-           "FitRelease", "SplineTest", "fit_check"]
+           "FitRelease", "SplineTest", "fit_check", "additive_caveat"]
 
 SPLINE_RANGE = 4.0        # t = (z - centre) / scale is clipped to [-4, 4]
 INTERACTION_BOX = 3.0     # the test basis' multilinear block lives on [-3, 3]^d
@@ -165,6 +165,7 @@ class Design:
     eps_test: float
     k: int = K_BLOCKS
     certified: bool = True
+    assume_additive: bool = False
     predicted: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -267,7 +268,7 @@ def _solve(G, b, lam, P, floor=None):
     return V @ ((V.T @ b) / w[:, None])
 
 
-def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
+def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, products=True):
     """Predicted noise variance of S (test noise + fit noise, twice for the allowance)."""
     des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
     s = des.n_blocks
@@ -297,33 +298,46 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k):
         central.append(np.ones(2 ** d, bool))
     central = np.concatenate(central)
     rho = r[central] / (r[central] + lam)
-    if interactions:
-        # every product of 2..d columns is in the multilinear block with coefficients
-        # +-B^k at the 2^d corners: Rayleigh quotient m E[h^2] / (B^(2k) 2^d), E[h^2] ~ 1
-        for kk in range(2, d + 1):
-            rq = m / (INTERACTION_BOX ** (2 * kk) * 2 ** d)
-            rho = np.r_[rho, rq / (rq + lam)]
+    if products and d >= 2:
+        if interactions:
+            # every product of 2..d columns is in the multilinear block with coefficients
+            # +-B^k at the 2^d corners: Rayleigh quotient m E[h^2] / (B^(2k) 2^d), E[h^2] ~ 1
+            for kk in range(2, d + 1):
+                rq = m / (INTERACTION_BOX ** (2 * kk) * 2 ** d)
+                rho = np.r_[rho, rq / (rq + lam)]
+        else:
+            rho = np.r_[rho, 0.0]      # products are not fitted at all: never certified
     resolvable = float(np.min(rho)) >= CERT_RHO
     return test_var, fit_var, resolvable
 
 
-def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
+def choose_design(n, d, p, q, epsilon, k=K_BLOCKS, assume_additive=False):
     """The public rule: basis resolution, interactions and the fit/test split.
 
     The fit share f in ``FIT_SHARES`` minimises the predicted noise variance of S (the
     test's block noise plus twice the fit's shift variance, computed on the public
-    reference Gram of z ~ N(0, I) at ``REFERENCE_INTERVALS``); then the test-basis
-    resolution is the finest ``intervals`` in ``INTERVAL_CHOICES`` whose weakest
-    central basis function stays resolvable above the penalty
-    (m E[B_j(Z)^2] >= SNR * lambda), at least 4.  Interactions for 2 <= d <= 4.
+    reference Gram of z ~ N(0, I) at ``REFERENCE_INTERVALS``).  A direction h of the
+    test fit is shrunk by r_h / (r_h + lambda), r_h its reference Rayleigh quotient; the
+    resolution is the finest ``intervals`` in ``INTERVAL_CHOICES`` at which every central
+    basis function keeps at least ``CERT_RHO`` = 0.9 of itself.  With two or more columns
+    every product of columns must be kept as well (they are fitted by the multilinear
+    block for 2 to 4 columns, not at all beyond), unless ``assume_additive`` (a public
+    assumption of the user: no interactions are fitted and none are checked).
+    ``certified`` is False where the coarsest resolution fails: privgcm then returns
+    p = 1 (the fail-safe).
 
     Examples
     --------
     >>> des = choose_design(10_000, 1, 1, 1, 7.0)
-    >>> des.intervals in INTERVAL_CHOICES, 0 < des.eps_fit < 7.0
-    (True, True)
+    >>> des.intervals in INTERVAL_CHOICES, des.certified, 0 < des.eps_fit < 7.0
+    (True, True, True)
+    >>> choose_design(10_000, 2, 1, 1, 7.0).certified     # products cannot be resolved
+    False
+    >>> choose_design(10_000, 2, 1, 1, 7.0, assume_additive=True).certified
+    True
     """
-    interactions = 2 <= d <= MAX_INTERACTION_D
+    interactions = (not assume_additive) and 2 <= d <= MAX_INTERACTION_D
+    products = not assume_additive
     best = None
     for f in FIT_SHARES:                 # the split: least predicted noise at the reference
         tv, fv, _ = _predicted(n, d, p, q, epsilon, REFERENCE_INTERVALS, interactions, f, k)
@@ -331,15 +345,15 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS):
             best = (tv + fv, f, tv, fv)
     _, f, tv, fv = best
     intervals = INTERVAL_CHOICES[0]      # the resolution: the finest that stays resolvable
-    certified = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k)[2]
+    certified = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k, products)[2]
     for cand in INTERVAL_CHOICES[1:]:
-        if not _predicted(n, d, p, q, epsilon, cand, interactions, f, k)[2]:
+        if not _predicted(n, d, p, q, epsilon, cand, interactions, f, k, products)[2]:
             break
         intervals = cand
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
-                  eps_test=eps_test, k=k, certified=certified,
+                  eps_test=eps_test, k=k, certified=certified, assume_additive=assume_additive,
                   predicted={"fit_share": f, "test_noise_var": tv, "fit_noise_var": fv})
 
 
@@ -421,6 +435,7 @@ class FitRelease:
     cross_epsilon: float
     hardened: bool
     mechanism: str
+    rows: int = 0           # the public size of the half
 
 
 def _release_one(g_int, b_int, rows, design, rng):
@@ -441,7 +456,7 @@ def _release_one(g_int, b_int, rows, design, rng):
     return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
                       gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
                       cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
-                      mechanism=info_g.mechanism)
+                      mechanism=info_g.mechanism, rows=m)
 
 
 def release_fits(stats, rows, design, rng):
@@ -529,6 +544,7 @@ RICH_FLOOR = 1.0           # the rich fit's eigenvalue floor, in units of lambda
 RICH_PENALISED = False     # (measured worse: misses resolution bias) rich fit with the test's ridge
 UCB_Z = 1.0                # allowance: the debiased estimate plus this many noise sds
 UNIFORM_FLANKS = True      # knots: also a uniform grid on [-3, 3] (I / 2 intervals)
+LOST_PRODUCTS = False      # allowance for product directions the fit shrinks (from b alone)
 CANONICAL = True           # second allowance: canonical low-order directions, unshrunk
 GP_SHRINK = 1.0            # the Gram matrix of the quadratic forms: eigenvalues minus this * lambda, >= 0
 
@@ -632,7 +648,62 @@ def _shift_and_allowance(rel_x, rel_y, design, n_boot, rng):
         Cx_, Cy_ = _canonical_operator(rel_x, design, Gp, Hx), _canonical_operator(rel_y, design,
                                                                                  Gp, Hy)
         allow = allow + _debiased(Cx_ @ rel_x.cross, Cy_ @ rel_y.cross, Cx_, Cy_, cx, cy, Gp)
+    if LOST_PRODUCTS and design.interactions:
+        allow = allow + _lost_products(rel_x, rel_y, design)
     return shift2, allow ** 2
+
+
+@lru_cache(maxsize=32)
+def _product_directions(d, intervals):
+    """Products s_S = prod_{j in S} s_j (s = clip(t / 3, -1, 1), |S| >= 2) as rich-basis
+    coefficient vectors (the test multilinear block's corners), with E_ref[s_S^2]."""
+    from itertools import combinations
+    des = Design(d, intervals, True, 1.0, 1.0)
+    pr = des.n_features()
+    off = pr - 2 * 2 ** d                      # the test multilinear block comes first
+    corners = np.array([[1.0 if (a >> j) & 1 else -1.0 for j in range(d)]
+                        for a in range(2 ** d)])
+    rng = np.random.default_rng(20261128)
+    sref = np.clip(rng.standard_normal((8192, d)) / INTERACTION_BOX, -1.0, 1.0)
+    gam, ms = [], []
+    for k in range(2, d + 1):
+        for S in combinations(range(d), k):
+            g = np.zeros(pr)
+            g[off:off + 2 ** d] = np.prod(corners[:, list(S)], axis=1)
+            gam.append(g)
+            ms.append(float(np.mean(np.prod(sref[:, list(S)], axis=1) ** 2)))
+    out = (np.array(gam), np.array(ms))
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def _lost_products(rel_x, rel_y, design):
+    """Allowance for the product directions h that the test fit shrinks by rho_h.
+
+    Their covariance with x and y is read from the released cross-products alone
+    (b_h = sum x h, whose noise is small even where the Gram matrix cannot resolve h):
+    c_h = b_h / (m E_ref[h^2]); the shrunk part leaves n (1 - rho_h)^2 c_x c_y E[h^2] in
+    the statistic.  Returns |estimate| + one noise sd, per pair (post-processing).
+    """
+    gam, msq = _product_directions(design.d, design.intervals)
+    lam = _lam(design, rel_x)
+    m_a, m_b = float(rel_x.rows), float(rel_y.rows)
+    out = np.zeros((rel_x.cross.shape[1], rel_y.cross.shape[1]))
+    nrm2 = np.einsum("ij,ij->i", gam, gam)
+    for h in range(gam.shape[0]):
+        m = 0.5 * (m_a + m_b)
+        r = m * msq[h] / nrm2[h]
+        shrink = (lam / (r + lam)) ** 2
+        bx = gam[h] @ rel_x.cross                      # (p,)
+        by = gam[h] @ rel_y.cross                      # (q,)
+        scale = (m_a + m_b) * shrink / (m_a * m_b * msq[h])
+        est = scale * np.outer(bx, by)
+        vx = 2.0 * rel_x.cross_scale ** 2 * nrm2[h]
+        vy = 2.0 * rel_y.cross_scale ** 2 * nrm2[h]
+        sd = scale * np.sqrt(vx * vy + np.add.outer(vy * bx ** 2, vx * by ** 2))
+        out += np.abs(est) + UCB_Z * sd
+    return out
 
 
 def _canonical_operator(rel, design, Gp, H_test):
@@ -723,11 +794,21 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
             f"{design.eps_test:g})")
 
 
-ADDITIVE_CAVEAT = ("the released regression is additive in the columns of z, with "
-                   "multilinear interactions only for 2 to 4 columns (cubic splines on "
-                   "(z - z_center) / z_scale, clipped to [-4, 4]): z must be on a unit "
-                   "scale (z_center, z_scale); a nested rich fit carries the test fit's "
-                   "estimated bias as an allowance in the variance, but what neither fit "
-                   "can represent (higher-order interactions for 5 or more columns) is not "
-                   "covered; the level was measured on the designs in the documentation, "
-                   "not proved.")
+def additive_caveat(design):
+    """The caveat on what the released regression represents (in memory and on Dask)."""
+    if design.assume_additive and design.d > 1:
+        return ("assume_additive=True: the user assumed E[X | Z] and E[Y | Z] additive in the "
+                "columns of z; no interaction between columns was fitted or checked, so the "
+                "level rests on that assumption (cubic splines on (z - z_center) / z_scale, "
+                "clipped to [-4, 4]; a nested rich fit's estimated bias is in the variance).")
+    return ADDITIVE_CAVEAT
+
+
+ADDITIVE_CAVEAT = ("the released regression: cubic splines on (z - z_center) / z_scale, "
+                   "clipped to [-4, 4] (z must be on a unit scale), additive in the columns "
+                   "of z with multilinear interactions for 2 to 4 columns; the public rule "
+                   "checks that every central direction and product of columns is resolved "
+                   "(else p = 1), and a nested rich fit's estimated bias is in the "
+                   "variance; what neither fit represents (structure finer than the rich "
+                   "basis) is not covered, and the level was measured on the designs in the "
+                   "documentation, not proved.")

@@ -565,11 +565,22 @@ def _check_regression(regression, conditional, given):
     return regression
 
 
-def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode):
+def _check_assume_additive(assume_additive, spline):
+    if not isinstance(assume_additive, (bool, np.bool_)):
+        raise TypeError("`assume_additive` must be True or False; got "
+                        f"{assume_additive!r} instead.")
+    if assume_additive and not spline:
+        raise ValueError("`assume_additive=True` applies to the released spline fit "
+                         "(regression='spline' with z); got it with regression='krr' or "
+                         "without z.")
+
+
+def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_additive=False):
     """The released-regression path of privgcm (see :mod:`privci._spline`)."""
     from . import _spline as S
     p, q, n = inp.p, inp.q, inp.n
-    design = S.choose_design(n, inp.za.shape[1], p, q, eps_test, k)
+    design = S.choose_design(n, inp.za.shape[1], p, q, eps_test, k,
+                             assume_additive=assume_additive)
     with quiet():
         U, xc, yc, centre_info = inp.scaled(centre_noise)
         half = block_labels(n, 2, new_entropy(user_rng)) == 0
@@ -595,7 +606,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
             kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
             y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None):
+            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None,
+            assume_additive=False):
     """Differentially private GCM test (PrivGCM).
 
     With z given and ``regression="spline"`` (the default): the regressions
@@ -725,6 +737,14 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         ``"auto"`` with the spline fit (a private median per column, part of
         ``bounds_epsilon``), 0 with ``"krr"`` (the Gaussian kernel does not
         depend on a shift).  Fixed before seeing the data when given.
+    assume_additive : bool, default False
+        Spline fit only.  False: with two or more columns of z the test
+        certifies its regression against interactions (products of columns),
+        which the released fit can resolve only at large n * epsilon; where it
+        cannot, the p-value is 1 (the fail-safe).  True: a public assumption
+        that E[X | Z] and E[Y | Z] are additive in the columns of z; no
+        interaction is fitted or checked, the level rests on the assumption,
+        and the result's caveats say so.
 
     Returns
     -------
@@ -832,6 +852,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         "kernel_approximation": kernel_approximation, "n_features": n_features,
         "feature_rng": feature_rng, "sensitivity": sensitivity})
     spline = reg == "spline" and inp.za is not None
+    _check_assume_additive(assume_additive, spline)
     k = _check_n_blocks(n_blocks, inp.n, inp.za is not None, reg)
     if z_scale is not None and inp.za is None:
         raise ValueError("`z_scale` needs z; got z = None.")
@@ -908,7 +929,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     fit_check = None
     if spline:
         (test, info, centre_info, xc_used, yc_used, spline_mech, hardened,
-         design, spline_sens) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode)
+         design, spline_sens) = _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode,
+                                                assume_additive)
         stat, pval, stat_name = test.statistic, test.pvalue, test.name
         eps_fit, eps_t = design.eps_fit, design.eps_test
         from ._spline import fit_check as _fit_check
@@ -946,8 +968,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     if inp.za is not None:
         caveats.append(REGRESSION_CAVEAT)
     if spline:
-        from ._spline import ADDITIVE_CAVEAT
-        caveats.append(ADDITIVE_CAVEAT)
+        from ._spline import additive_caveat
+        caveats.append(additive_caveat(design))
     what = "block sums" if k < inp.n else "residual products"
     if spline:
         mechanism = spline_mech
