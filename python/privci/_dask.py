@@ -498,9 +498,8 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     task = delayed(_released_block_sums)(parts, n, design, p, q, _rng_state(user_rng))
     released, info, sens, state = _run(client, [task], n)[0]
     _restore(user_rng, state)
-    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
     with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode, boot_rng)
+        test = S.spline_test(released, rel_x, rel_y, design, mode)
     stat, pval, stat_name = test.statistic, test.pvalue, test.name
     fit_check = S.fit_check(test, design)
 

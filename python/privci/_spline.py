@@ -61,7 +61,7 @@ import numpy as np
 from .mechanisms import laplace_mechanism
 
 __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_BITS",
-           "GRAM_SHARE", "N_BOOT", "K_BLOCKS", "gram_sensitivity", "cross_sensitivity",
+           "GRAM_SHARE", "K_BLOCKS", "gram_sensitivity", "cross_sensitivity",
            "partition_stats", "release_fits", "fit_coefficients", "partition_block_sums",
            "release_block_sums", "spline_test", "mechanism_text", "ADDITIVE_CAVEAT",
            "FitRelease", "SplineTest", "fit_check", "additive_caveat"]
@@ -72,7 +72,6 @@ RICH_BOX = 2.0            # the rich basis adds one on [-2, 2]^d
 MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
 GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
-N_BOOT = 100              # parametric-bootstrap draws for the fits' shift
 K_BLOCKS = 20             # noisy block sums of the test
 CERTIFY_SHARE = 0.5       # allowance share of the variance above which the fit is flagged
 INTERVAL_CHOICES = (4, 8, 16)         # test-basis intervals per column (rich: twice)
@@ -538,13 +537,10 @@ class SplineTest:
 
 # the calibration's constants (module constants so that studies can vary them; the
 # defaults are the documented mechanism, fixed on pilot runs: vignettes/README.md)
-V_MODE = "linear"          # "linear": delta-method second moment; "boot": parametric bootstrap
-DEBIAS_ALLOWANCE = True    # subtract the allowance's own noise second moment
 RICH_FLOOR = 1.0           # the rich fit's eigenvalue floor, in units of lambda
 RICH_PENALISED = False     # (measured worse: misses resolution bias) rich fit with the test's ridge
-UCB_Z = 1.0                # allowance: the debiased estimate plus this many noise sds
+UCB_Z = 2.0                # allowance: the debiased estimate plus this many noise sds
 UNIFORM_FLANKS = True      # knots: also a uniform grid on [-3, 3] (I / 2 intervals)
-LOST_PRODUCTS = False      # allowance for product directions the fit shrinks (from b alone)
 CANONICAL = True           # second allowance: canonical low-order directions, unshrunk
 GP_SHRINK = 1.0            # the Gram matrix of the quadratic forms: eigenvalues minus this * lambda, >= 0
 
@@ -600,14 +596,14 @@ def _fit_operators(rel, design):
     return H_test, H_rich
 
 
-def _shift_and_allowance(rel_x, rel_y, design, n_boot, rng):
+def _shift_and_allowance(rel_x, rel_y, design):
     """Second moment V of the fits' common shift e_x^T G e_y and the allowance B^2, per pair.
 
-    Post-processing of released values and public noise scales.  V: a delta-method
-    (``V_MODE="linear"``) or parametric-bootstrap estimate.  B = (rich_x - test_x)^T G
-    (rich_y - test_y), the nested fits' estimate of the covariance of the test fits'
-    errors; its own noise second moment is subtracted (``DEBIAS_ALLOWANCE``).
-    Returns (V, B^2, lost) with arrays of shape (p_cols, q_cols).
+    Post-processing of released values and public noise scales.  V: delta-method
+    tr(G C_x G C_y).  B: |(rich_x - test_x)^T G (rich_y - test_y)|, the nested fits'
+    estimate of the covariance of the test fits' errors, with its own noise second moment
+    removed, plus the same for the coarse canonical directions, plus ``UCB_Z`` noise
+    standard deviations.  Returns (V, B^2), arrays of shape (p_cols, q_cols).
     """
     gfull = rel_x.gram + rel_y.gram
     lamsum = _lam(design, rel_x) + _lam(design, rel_y)
@@ -621,89 +617,20 @@ def _shift_and_allowance(rel_x, rel_y, design, n_boot, rng):
     shift2 = np.zeros((px, qy))
     cx = [_noise_cov(rel_x, bx[:, a]) for a in range(px)]
     cy = [_noise_cov(rel_y, by[:, b]) for b in range(qy)]
-    if V_MODE == "linear":
-        for a in range(px):
-            Cx = Hx @ cx[a] @ Hx.T
-            for b in range(qy):
-                Cy = Hy @ cy[b] @ Hy.T
-                shift2[a, b] = float(np.sum((Gp @ Cx) * (Gp @ Cy).T))
-    else:
-        pr = gfull.shape[0]
-        iu = np.triu_indices(pr)
-        acc = np.zeros((px, qy))
-
-        def redraw(rel, beta):
-            E = np.zeros((pr, pr))
-            E[iu] = rng.laplace(0.0, rel.gram_scale, iu[0].size)
-            E = E + np.triu(E, 1).T
-            b = rel.cross + rng.laplace(0.0, rel.cross_scale, rel.cross.shape)
-            return fit_coefficients(rel, design, gram=rel.gram + E, cross=b) - beta
-
-        for _ in range(n_boot):
-            acc += (redraw(rel_x, bx).T @ gfull @ redraw(rel_y, by)) ** 2
-        shift2 = acc / n_boot
+    for a in range(px):
+        Cx = Hx @ cx[a] @ Hx.T
+        for b in range(qy):
+            Cy = Hy @ cy[b] @ Hy.T
+            shift2[a, b] = float(np.sum((Gp @ Cx) * (Gp @ Cy).T))
     Kx, Ky = Rx - Hx, Ry - Hy
-    allow = _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp)
+    est, nvar = _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp)
     if CANONICAL:
         Cx_, Cy_ = _canonical_operator(rel_x, design, Gp, Hx), _canonical_operator(rel_y, design,
                                                                                  Gp, Hy)
-        allow = allow + _debiased(Cx_ @ rel_x.cross, Cy_ @ rel_y.cross, Cx_, Cy_, cx, cy, Gp)
-    if LOST_PRODUCTS and design.interactions:
-        allow = allow + _lost_products(rel_x, rel_y, design)
+        est2, nvar2 = _debiased(Cx_ @ rel_x.cross, Cy_ @ rel_y.cross, Cx_, Cy_, cx, cy, Gp)
+        est, nvar = est + est2, nvar + nvar2
+    allow = est + UCB_Z * np.sqrt(nvar)
     return shift2, allow ** 2
-
-
-@lru_cache(maxsize=32)
-def _product_directions(d, intervals):
-    """Products s_S = prod_{j in S} s_j (s = clip(t / 3, -1, 1), |S| >= 2) as rich-basis
-    coefficient vectors (the test multilinear block's corners), with E_ref[s_S^2]."""
-    from itertools import combinations
-    des = Design(d, intervals, True, 1.0, 1.0)
-    pr = des.n_features()
-    off = pr - 2 * 2 ** d                      # the test multilinear block comes first
-    corners = np.array([[1.0 if (a >> j) & 1 else -1.0 for j in range(d)]
-                        for a in range(2 ** d)])
-    rng = np.random.default_rng(20261128)
-    sref = np.clip(rng.standard_normal((8192, d)) / INTERACTION_BOX, -1.0, 1.0)
-    gam, ms = [], []
-    for k in range(2, d + 1):
-        for S in combinations(range(d), k):
-            g = np.zeros(pr)
-            g[off:off + 2 ** d] = np.prod(corners[:, list(S)], axis=1)
-            gam.append(g)
-            ms.append(float(np.mean(np.prod(sref[:, list(S)], axis=1) ** 2)))
-    out = (np.array(gam), np.array(ms))
-    for a in out:
-        a.setflags(write=False)
-    return out
-
-
-def _lost_products(rel_x, rel_y, design):
-    """Allowance for the product directions h that the test fit shrinks by rho_h.
-
-    Their covariance with x and y is read from the released cross-products alone
-    (b_h = sum x h, whose noise is small even where the Gram matrix cannot resolve h):
-    c_h = b_h / (m E_ref[h^2]); the shrunk part leaves n (1 - rho_h)^2 c_x c_y E[h^2] in
-    the statistic.  Returns |estimate| + one noise sd, per pair (post-processing).
-    """
-    gam, msq = _product_directions(design.d, design.intervals)
-    lam = _lam(design, rel_x)
-    m_a, m_b = float(rel_x.rows), float(rel_y.rows)
-    out = np.zeros((rel_x.cross.shape[1], rel_y.cross.shape[1]))
-    nrm2 = np.einsum("ij,ij->i", gam, gam)
-    for h in range(gam.shape[0]):
-        m = 0.5 * (m_a + m_b)
-        r = m * msq[h] / nrm2[h]
-        shrink = (lam / (r + lam)) ** 2
-        bx = gam[h] @ rel_x.cross                      # (p,)
-        by = gam[h] @ rel_y.cross                      # (q,)
-        scale = (m_a + m_b) * shrink / (m_a * m_b * msq[h])
-        est = scale * np.outer(bx, by)
-        vx = 2.0 * rel_x.cross_scale ** 2 * nrm2[h]
-        vy = 2.0 * rel_y.cross_scale ** 2 * nrm2[h]
-        sd = scale * np.sqrt(vx * vy + np.add.outer(vy * bx ** 2, vx * by ** 2))
-        out += np.abs(est) + UCB_Z * sd
-    return out
 
 
 def _canonical_operator(rel, design, Gp, H_test):
@@ -718,27 +645,25 @@ def _canonical_operator(rel, design, Gp, H_test):
 
 
 def _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp):
-    """|Dx^T Gp Dy| with its noise second moment removed (per pair), as an allowance >= 0."""
+    """|Dx^T Gp Dy| with its noise second moment removed, and that second moment (per pair)."""
     raw2 = (Dx.T @ Gp @ Dy) ** 2
-    if not DEBIAS_ALLOWANCE:
-        return np.sqrt(raw2)
     noise = np.zeros_like(raw2)
     for a in range(raw2.shape[0]):
         Sx = Kx @ cx[a] @ Kx.T
         for b in range(raw2.shape[1]):
             Sy = Ky @ cy[b] @ Ky.T
             noise[a, b] = float(np.sum((Gp @ Sx) * (Gp @ Sy).T))
-    return np.sqrt(np.maximum(raw2 - noise, 0.0)) + UCB_Z * np.sqrt(noise)
+    return np.sqrt(np.maximum(raw2 - noise, 0.0)), noise
 
 
-def spline_test(released, rel_x, rel_y, design, mode, rng, n_boot=N_BOOT):
+def spline_test(released, rel_x, rel_y, design, mode):
     """Statistic, p-value and fit check from released values only (post-processing).
 
     Per pair: t = S / sqrt(k var(sums) + V + B^2) on k - 1 degrees of freedom; several
     pairs: the largest |t| (or t) with a Bonferroni p-value.
     """
     from ._private import _t_sf
-    shift2, allow2 = _shift_and_allowance(rel_x, rel_y, design, n_boot, rng)
+    shift2, allow2 = _shift_and_allowance(rel_x, rel_y, design)
     shift2 = shift2.T.ravel()            # x index fastest, as the products
     allow2 = allow2.T.ravel()
     k, c = released.shape
@@ -779,10 +704,11 @@ def fit_check(test, design):
 
 def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity):
     """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
-    inter = (", with multilinear interaction blocks on [-2, 2]^d and [-4, 4]^d"
-             if design.interactions else "")
-    fit = (f"released nested cubic-spline regression (uniform knots, {design.rich_intervals} "
-           f"intervals per column of z, {design.n_features()} features for {design.d} "
+    inter = (", with multilinear interaction blocks on [-3, 3]^d and, in the rich fit, "
+             "[-2, 2]^d" if design.interactions else "")
+    fit = (f"released nested cubic-spline regression (normal-quantile and uniform knots, "
+           f"resolution {design.rich_intervals} per column of z, {design.n_features()} "
+           f"features for {design.d} "
            f"column(s){inter}; rows split into two halves by a data-independent partition, "
            f"x fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
            f"(L1 sensitivity {rel_x.gram_sensitivity:g}, epsilon {rel_x.gram_epsilon:g}) and "

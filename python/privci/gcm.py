@@ -593,9 +593,8 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_addit
         sums = S.partition_block_sums(inp.za, U, labels, design, coef_x, coef_y, p, k)
         del U, labels
     released, info, sens = S.release_block_sums(sums, n, design, p, q, user_rng)
-    boot_rng = user_rng if user_rng is not None else np.random.default_rng()
     with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode, boot_rng)
+        test = S.spline_test(released, rel_x, rel_y, design, mode)
     mech = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
     return test, info, centre_info, xc, yc, mech, hardened, design, sens
