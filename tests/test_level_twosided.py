@@ -85,10 +85,10 @@ SPLINE_CONSERVATIVE = (
 def test_spline_variance_terms_are_two_sided(monkeypatch):
     """The block spread and the delta-method shift variance V, without the allowance, on a
     null whose regressions the test basis represents (x, y independent of z and of each
-    other) at a resolvable design (n = 2000, epsilon = 8): 200 replications at alpha = 0.1
+    other) at a resolvable design (n = 2000, epsilon = 2, where V matters): 200 replications at alpha = 0.1
     must give [8, 35] rejections.  A broken floor, V or block variance fails one side."""
     from privci import _spline as S
-    assert S.choose_design(2000, 1, 1, 1, 8.0).certified
+    assert S.choose_design(2000, 1, 1, 1, 2.0).certified
     real = S._shift_and_allowance
 
     def no_allowance(*a, **kw):
@@ -100,7 +100,7 @@ def test_spline_variance_terms_are_two_sided(monkeypatch):
     def design(g, n):
         return g.normal(size=n), g.normal(size=n), g.normal(size=n)
 
-    count, pv = rejections(design, 2000, 200, 23, epsilon=8.0, x_bound=3.0, y_bound=3.0,
+    count, pv = rejections(design, 2000, 200, 23, epsilon=2.0, x_bound=3.0, y_bound=3.0,
                            z_center=0.0, z_scale=1.0)
     _check(count, 200, "privgcm spline without the allowance")
 
