@@ -286,3 +286,27 @@ def test_cli_data_file_errors(csv_file, tmp_path):
     assert code == 2 and "two data files" in err
     code, _, err = _run(["privgcm"] + base + [str(tmp_path / "missing.csv")])
     assert code == 2 and "could not open the data file" in err
+
+
+def test_cli_assume_additive_reaches_privgcm(tmp_path, capsys):
+    """--assume-additive is the Python keyword: two columns of z at n = 3000 give p = 1
+    without it (products unresolvable) and a real p-value with it."""
+    import numpy as np
+    from privci.cli import main
+    rng = np.random.default_rng(3)
+    n = 3000
+    z1, z2 = rng.normal(size=n), rng.normal(size=n)
+    x = np.sin(z1) + rng.normal(size=n)
+    y = z2 + x + rng.normal(size=n)
+    path = tmp_path / "d.csv"
+    np.savetxt(path, np.column_stack([x, y, z1, z2]), delimiter=",", header="x,y,z1,z2",
+               comments="")
+    common = ["privgcm", str(path), "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon",
+              "8", "--x-bound", "4", "--y-bound", "6", "--z-center", "0", "0", "--z-scale",
+              "1", "1", "--seed", "1"]
+    assert main(common) == 0
+    plain = capsys.readouterr().out
+    assert main(common + ["--assume-additive"]) == 0
+    additive = capsys.readouterr().out
+    assert "p-value is set to 1" in plain
+    assert "assume_additive=True" in additive and "p-value is set to 1" not in additive

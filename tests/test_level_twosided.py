@@ -85,8 +85,9 @@ SPLINE_CONSERVATIVE = (
 def test_spline_variance_terms_are_two_sided(monkeypatch):
     """The block spread and the delta-method shift variance V, without the allowance, on a
     null whose regressions the test basis represents (x, y independent of z and of each
-    other) at a resolvable design (n = 2000, epsilon = 2, where V matters): 200 replications at alpha = 0.1
-    must give [8, 35] rejections.  A broken floor, V or block variance fails one side."""
+    other) at a resolvable design (n = 2000, epsilon = 2, where V matters): 200
+    replications at alpha = 0.1 must give [8, 35] rejections.  A broken floor, V or block
+    variance fails one side (V on the un-shrunk Gram: 3 of 200)."""
     from privci import _spline as S
     assert S.choose_design(2000, 1, 1, 1, 2.0).certified
     real = S._shift_and_allowance

@@ -417,3 +417,35 @@ def test_shift_variance_matches_its_monte_carlo():
         mp.undo()
     ratio = np.var(S_vals) / (np.mean(kvars) + np.mean(rec))
     assert 0.6 <= ratio <= 1.6, ratio
+
+
+def test_two_columns_need_resolvable_products_or_the_additive_assumption():
+    """With two columns at n = 4000, epsilon = 7 the products of the columns cannot be
+    resolved: p = 1 by default; assume_additive=True states the assumption, fits no
+    interaction, returns a real p-value, and says so in the caveats."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    z = rng.normal(size=(n, 2))
+    x = np.sin(z[:, 0]) + rng.normal(size=n)
+    y = z[:, 1] + x + rng.normal(size=n)
+    kw = dict(epsilon=7.0, x_bound=4, y_bound=6, z_center=0.0, z_scale=1.0, rng=1)
+    base = privci.privgcm(x, y, z, **kw)
+    assert base.pvalue == 1.0 and base.fit_check["resolvable"] is False
+    assert base.fit_check["interactions"] is True
+    add = privci.privgcm(x, y, z, assume_additive=True, **kw)
+    assert add.fit_check["interactions"] is False and add.fit_check["resolvable"] is True
+    assert add.pvalue < 0.01
+    assert any("assume_additive=True" in c for c in add.privacy.caveats)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    ({"assume_additive": 1}, TypeError, r"`assume_additive` must be True or False; got 1"),
+    ({"assume_additive": True, "regression": "krr"}, ValueError,
+     r"`assume_additive=True` applies to the released spline fit"),
+])
+def test_assume_additive_validation_before_any_charge(kwargs, err, match):
+    b = privci.PrivacyBudget(1.0)
+    with pytest.raises(err, match=match):
+        privci.privgcm(np.zeros(50), np.zeros(50), np.zeros(50), epsilon=1.0, x_bound=1,
+                       y_bound=1, budget=b, **kwargs)
+    assert b.spent == 0
