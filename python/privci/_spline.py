@@ -435,6 +435,7 @@ class FitRelease:
     hardened: bool
     mechanism: str
     rows: int = 0           # the public size of the half
+    cross_mechanism: str = ""
 
 
 def _release_one(g_int, b_int, rows, design, rng):
@@ -455,7 +456,7 @@ def _release_one(g_int, b_int, rows, design, rng):
     return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
                       gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
                       cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
-                      mechanism=info_g.mechanism, rows=m)
+                      mechanism=info_g.mechanism, rows=m, cross_mechanism=info_b.mechanism)
 
 
 def release_fits(stats, rows, design, rng):
@@ -712,8 +713,9 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
            f"column(s){inter}; rows split into two halves by a data-independent partition, "
            f"x fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
            f"(L1 sensitivity {rel_x.gram_sensitivity:g}, epsilon {rel_x.gram_epsilon:g}) and "
-           f"on the cross-products (L1 sensitivity {rel_x.cross_sensitivity:g} for x, "
-           f"{rel_y.cross_sensitivity:g} for y, epsilon {rel_x.cross_epsilon:g}); "
+           f"{rel_x.cross_mechanism} on the cross-products (L1 sensitivity "
+           f"{rel_x.cross_sensitivity:g} for x, {rel_y.cross_sensitivity:g} for y, epsilon "
+           f"{rel_x.cross_epsilon:g}); "
            f"epsilon {design.eps_fit:g} in all by parallel composition over the halves)")
     return (f"{fit}; {noise_mechanism} on {design.k} block sums of the residual products "
             f"clipped to [-1, 1] (L1 sensitivity {sums_sensitivity:g}, epsilon "

@@ -706,9 +706,14 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         computes nothing.
     bounds_epsilon : float, optional
         The part of ``epsilon`` spent on the ``"auto"`` bounds and centres
-        (default 10% of ``epsilon`` when any is ``"auto"``; split equally
-        among the released quantities).  Sequential composition: the released
-        values are in ``privacy.bounds`` and the split in the guarantee.
+        (default 10% of ``epsilon`` when any is ``"auto"``).  Split by weight:
+        z's released quantities (``d`` per ``"auto"`` among ``z_center`` and
+        ``z_scale``) get ``z_items / (z_items + xy_items)`` of it, with
+        ``xy_items`` = (number of ``"auto"`` among the x/y bounds and centres)
+        times max(p, q); z's part is halved between centres and scales, and
+        the x/y part is split equally among its released quantities.
+        Sequential composition: the released values are in ``privacy.bounds``
+        and the split in the guarantee.
     z_scale : None, float, one per column of z, or "auto"
         Divide each column of z by this scale before the kernel, so that
         ``kernel_sigma`` does not depend on the units of z.  A number is a
