@@ -381,6 +381,27 @@ def _exact_sum(parts):
     return out
 
 
+USE_KERNELS = True        # fused numba passes (privci._basis_kernels) for additive designs
+
+
+@lru_cache(maxsize=32)
+def _kernel_spec(d, intervals):
+    """The additive rich basis as a :mod:`privci._basis_kernels` spec, and the indices of
+    this module's features among the kernels' (the first function of every column after
+    the first is dropped here)."""
+    from ._basis_kernels import make_basis
+    kv = np.asarray(_knots(intervals), dtype=np.float64)
+    spec = make_basis([kv] * d)
+    per = _n_per(intervals)
+    keep = np.concatenate([np.arange(per)] + [j * per + np.arange(1, per) for j in range(1, d)])
+    keep.setflags(write=False)
+    return spec, keep
+
+
+def _fast(design, m):
+    return USE_KERNELS and not design.interactions and m > 0
+
+
 def partition_stats(t, U, half, design, p):
     """Pass 1 over rows: exact fixed-point sums of the fit's statistics.
 
@@ -392,9 +413,18 @@ def partition_stats(t, U, half, design, p):
     pr = design.n_features()
     iu = np.triu_indices(pr)
     q = U.shape[1] - p
+    m = t.shape[0]
+    if _fast(design, m):
+        from ._basis_kernels import accumulate
+        spec, keep = _kernel_spec(design.d, design.rich_intervals)
+        group = np.where(np.asarray(half, dtype=bool), 0, 1).astype(np.int64)
+        G, B = accumulate(np.ascontiguousarray(t, dtype=np.float64),
+                          np.ascontiguousarray(U[:, :p]), np.ascontiguousarray(U[:, p:]),
+                          0.0, 1.0, 0.0, 1.0, 0.0, 1.0, spec, group=group, n_groups=2)
+        ix = np.ix_(keep, keep)
+        return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
     acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
            np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
-    m = t.shape[0]
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
@@ -494,8 +524,20 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
     Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].
     """
     q = U.shape[1] - p
-    out = np.zeros((k, p * q), np.int64)
     m = t.shape[0]
+    if _fast(design, m):
+        from ._basis_kernels import residual_block_sums
+        spec, keep = _kernel_spec(design.d, design.rich_intervals)
+        full_x = np.zeros((spec.n_features, p))
+        full_y = np.zeros((spec.n_features, q))
+        full_x[keep] = coef_x
+        full_y[keep] = coef_y
+        return residual_block_sums(np.ascontiguousarray(t, dtype=np.float64),
+                                   np.ascontiguousarray(U[:, :p]),
+                                   np.ascontiguousarray(U[:, p:]), 0.0, 1.0, 0.0, 1.0, 0.0,
+                                   1.0, spec, full_x, full_y,
+                                   np.asarray(labels, dtype=np.int64), k)
+    out = np.zeros((k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
