@@ -158,6 +158,28 @@ def wilson(k, n, zq=1.959964):
     return max(0.0, c - h), min(1.0, c + h)
 
 
+def summarise(paths):
+    """Markdown table (one row per cell) from level_stress CSV files."""
+    lines = ["| class | n | epsilon | parameters | data sets | rejection rate | 95% Wilson | "
+             "not certified |", "|---|---|---|---|---|---|---|---|"]
+    worst = None
+    for path in paths:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                rate, hi = float(r["rate"]), float(r["hi"])
+                lines.append(f"| {r['cls']} | {r['n']} | {float(r['epsilon']):g} | "
+                             f"{r['params']} | {r['reps']} | {rate:.3f} | "
+                             f"[{float(r['lo']):.3f}, {hi:.3f}] | "
+                             f"{float(r['not_certified']):.2f} |")
+                if worst is None or rate > worst[0]:
+                    worst = (rate, hi, r["cls"], r["n"], r["epsilon"], r["params"])
+    if worst is not None:
+        lines.append("")
+        lines.append(f"Largest rejection rate: {worst[0]:.3f} (Wilson upper {worst[1]:.3f}), "
+                     f"{worst[2]}, n = {worst[3]}, epsilon = {float(worst[4]):g}, {worst[5]}.")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
@@ -171,7 +193,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=23_000)
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--summarise", nargs="+", metavar="CSV",
+                    help="print the markdown table of earlier runs' CSV files and stop")
     args = ap.parse_args(argv)
+    if args.summarise:
+        print(summarise(args.summarise))
+        return []
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (
             ["additive5", "product2", "osc3"], [2000], [2.0, 100.0], ["public"], 4)
