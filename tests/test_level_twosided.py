@@ -93,8 +93,8 @@ def test_spline_variance_terms_are_two_sided(monkeypatch):
     real = S._shift_and_allowance
 
     def no_allowance(*a, **kw):
-        v, b2 = real(*a, **kw)
-        return v, 0.0 * b2
+        v, b2, e2 = real(*a, **kw)
+        return v, 0.0 * b2, e2
 
     monkeypatch.setattr(S, "_shift_and_allowance", no_allowance)
 

@@ -43,9 +43,10 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    B is the **bias allowance**: the nested fits' estimate of the covariance of the test
    fits' errors, |(rich_x - test_x)^T G (rich_y - test_y)|, plus the same for an
    unshrunk fit on coarse canonical directions against the test fit's projection, each
-   with its own noise second moment removed and one noise standard deviation added (an
-   upper confidence bound).  A variance share of B^2 above one half is reported as "not
-   certified" (the allowance decides the p-value, so it is conservative).
+   with its own noise second moment removed, plus two noise standard deviations (an
+   upper confidence bound).  "Not certified" is reported where the squared estimate
+   exceeds half of the block and shift variance (the nested fits disagree; the p-value
+   is then conservative) or where the rule's fail-safe set p = 1.
 
 Everything is epsilon_fit + epsilon_test = epsilon-DP by sequential composition.
 """
@@ -73,7 +74,7 @@ MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
 GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
 K_BLOCKS = 20             # noisy block sums of the test
-CERTIFY_SHARE = 0.5       # allowance share of the variance above which the fit is flagged
+CERTIFY_SHARE = 0.5       # estimated bias^2 / (block + shift variance) above which: flagged
 INTERVAL_CHOICES = (4, 8, 16)         # test-basis intervals per column (rich: twice)
 REFERENCE_INTERVALS = 8                # the split is chosen at this resolution
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -646,7 +647,7 @@ def _shift_and_allowance(rel_x, rel_y, design):
     tr(G C_x G C_y).  B: |(rich_x - test_x)^T G (rich_y - test_y)|, the nested fits'
     estimate of the covariance of the test fits' errors, with its own noise second moment
     removed, plus the same for the coarse canonical directions, plus ``UCB_Z`` noise
-    standard deviations.  Returns (V, B^2), arrays of shape (p_cols, q_cols).
+    standard deviations.  Returns (V, B^2, estimate^2), arrays of shape (p_cols, q_cols).
     """
     gfull = rel_x.gram + rel_y.gram
     lamsum = _lam(design, rel_x) + _lam(design, rel_y)
@@ -673,7 +674,7 @@ def _shift_and_allowance(rel_x, rel_y, design):
         est2, nvar2 = _debiased(Cx_ @ rel_x.cross, Cy_ @ rel_y.cross, Cx_, Cy_, cx, cy, Gp)
         est, nvar = est + est2, nvar + nvar2
     allow = est + UCB_Z * np.sqrt(nvar)
-    return shift2, allow ** 2
+    return shift2, allow ** 2, est ** 2
 
 
 def _canonical_operator(rel, design, Gp, H_test):
@@ -706,15 +707,21 @@ def spline_test(released, rel_x, rel_y, design, mode):
     pairs: the largest |t| (or t) with a Bonferroni p-value.
     """
     from ._private import _t_sf
-    shift2, allow2 = _shift_and_allowance(rel_x, rel_y, design)
+    shift2, allow2, est2 = _shift_and_allowance(rel_x, rel_y, design)
     shift2 = shift2.T.ravel()            # x index fastest, as the products
     allow2 = allow2.T.ravel()
+    est2 = est2.T.ravel()
     k, c = released.shape
     S = released.sum(axis=0)
     block_var = k * np.var(released, axis=0, ddof=1)
     var = block_var + np.maximum(shift2, 0.0) + allow2
     share = float(np.max(np.where(var > 0, allow2 / np.where(var > 0, var, 1.0), 0.0)))
-    certified = share <= CERTIFY_SHARE
+    # certified: the nested fits' (debiased) estimate of the bias is small against the
+    # statistic's sd; the allowance's noise part is there in any case
+    noise_var = block_var + np.maximum(shift2, 0.0)
+    evidence = float(np.max(np.where(noise_var > 0, est2 / np.where(noise_var > 0, noise_var,
+                                                                     1.0), 0.0)))
+    certified = evidence <= CERTIFY_SHARE
     stats_ = np.where(var > 0, S / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
     if not np.all(np.isfinite(stats_)):
         return SplineTest(math.nan, math.nan, "t", share, certified)

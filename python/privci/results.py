@@ -152,10 +152,9 @@ class PrivateTestResult(_ReprMixin):
 
     @property
     def fit_certified(self):
-        """False when the released regression's bias allowance dominates the variance.
-
-        Then the p-value is conservative (the allowance, not the data, decides it) and
-        a small p-value should not be expected even under dependence.  None when the
+        """False when the released regression is not certified: its public rule cannot
+        resolve the fit (the p-value is then 1), or the nested fits' estimated bias is large
+        against the noise (the allowance makes the p-value conservative).  None when the
         test has no released regression.
         """
         return None if self.fit_check is None else bool(self.fit_check["certified"])
@@ -187,7 +186,8 @@ class PrivateTestResult(_ReprMixin):
                            "released regression cannot resolve the central directions, so "
                            "the p-value is set to 1 (a fail-safe, not evidence)")
             else:
-                verdict = ("NOT certified: the bias allowance dominates, so the p-value is "
+                verdict = ("NOT certified: the nested fits disagree (estimated regression "
+                           "bias large against the noise), so the allowance makes the p-value "
                            "conservative")
             head += (f"\n    fit check: {verdict} (bias allowance {100 * share:.0f}% of the "
                      f"variance; {fc['intervals']} spline intervals per column, nested rich "

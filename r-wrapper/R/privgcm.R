@@ -187,7 +187,7 @@ print.privci_private_htest <- function(x, ...) {
     fc <- x$fit_check
     verdict <- if (fc$certified) "certified" else if (!fc$resolvable)
       "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
-      "NOT certified: the bias allowance dominates, so the p-value is conservative"
+      "NOT certified: the nested fits disagree (estimated regression bias large against the noise), so the allowance makes the p-value conservative"
     cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column)",
                         verdict, 100 * fc$allowance_share, fc$intervals), exdent = 2), sep = "\n")
   }
