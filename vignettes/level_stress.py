@@ -137,13 +137,16 @@ def public(cls):
 def run_one(task):
     import privci
     warnings.simplefilter("ignore")
-    cls, n, eps, params, beta, seed, pub = task
+    cls, n, eps, params, beta, seed, pub = task[:7]
+    additive = len(task) > 7 and task[7]
     rng = np.random.default_rng(seed)
     x, y, z, _, _ = draw(cls, n, rng, beta)
     if params == "public":
         kw = dict(pub)
     else:
         kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
+    if additive and z.shape[1] > 1:
+        kw["assume_additive"] = True
     res = privci.privgcm(x, y, z, epsilon=eps, rng=rng, **kw)
     return res.pvalue, (res.fit_certified is False)
 
@@ -192,6 +195,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=23_000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--assume-additive", action="store_true",
+                    help="pass assume_additive=True (designs with two or more columns of z)")
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
                     help="print the markdown table of earlier runs' CSV files and stop")
@@ -210,7 +215,8 @@ def main(argv=None):
                 for params in args.params:
                     cells.append((cls, n, eps, params))
     pubs = {cls: public(cls) for cls in args.classes}
-    tasks = [(cls, n, eps, params, args.beta, args.seed + 7919 * ci + r, pubs[cls])
+    tasks = [(cls, n, eps, params, args.beta, args.seed + 7919 * ci + r, pubs[cls],
+              args.assume_additive)
              for ci, (cls, n, eps, params) in enumerate(cells) for r in range(args.reps)]
     if args.workers > 1:
         with mp.get_context("fork").Pool(args.workers) as pool:
