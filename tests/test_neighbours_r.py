@@ -74,7 +74,7 @@ def r(tmp_path_factory):
 def _outcome(r, call):
     out = r.eval(f".nb_outcome(function() {call})")
     d = dict(zip(tuple(out.names), tuple(out)))
-    warns = tuple(w for w in d["warnings"].split("\n") if w)
+    warns = tuple(("R warning", w) for w in d["warnings"].split("\n") if w)
     if d["kind"] == "error":
         return nu.Outcome("error", (d["a"], d["b"]), warns)
     return nu.Outcome("ok", (float(d["a"]), float(d["b"])), warns)
