@@ -28,7 +28,7 @@ system:
 $(VENV_R)/.done: pyproject.toml
 	$(PYTHON) -m venv $(VENV_R)
 	$(VENV_R)/bin/pip install --quiet --upgrade pip
-	$(VENV_R)/bin/pip install --quiet "numpy==1.26.4" ".[test,r,causal-nopgmpy]"  # pgmpy 1.1 needs numpy>=2
+	$(VENV_R)/bin/pip install --quiet "numpy==1.26.4" "pyarrow<21" ".[test,r,causal-nopgmpy]"  # pgmpy 1.1 needs numpy>=2; pyarrow 26 needs numpy>=2 (20 works with 1.26)
 	touch $@
 
 $(VENV_NP2)/.done: pyproject.toml
