@@ -80,6 +80,12 @@ REFERENCE_INTERVALS = 8                # the split is chosen at this resolution
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
+# the calibration (read at call time, so that studies can vary them; the values are the
+# documented mechanism, fixed on pilot runs: vignettes/README.md)
+RICH_FLOOR = 1.0          # the rich fit's eigenvalue floor, in units of lambda
+UCB_Z = 2.0               # allowance: the debiased estimate plus this many noise sds
+CANONICAL = True          # second allowance: coarse canonical directions, unshrunk
+GP_SHRINK = 1.0           # quadratic forms' Gram: eigenvalues lowered by this * lambda, >= 0
 _ONE = 1 << SCALE_BITS
 _EXACT_ROWS = 1 << 21     # sums of values in [-1, 1] on the grid 2^-32 stay exact below this
 
@@ -99,14 +105,14 @@ def cross_sensitivity(s, cols):
 @lru_cache(maxsize=32)
 def _knots(intervals):
     """Clamped cubic knots on [-T, T] with interior knots at the standard normal quantiles
-    j / intervals: every interval holds the same reference mass, so every basis function
-    carries data (and the bases for I and 2I intervals are nested)."""
+    j / intervals (every central interval holds the same reference mass, so every basis
+    function carries data) and on a uniform grid of intervals / 2 intervals over [-3, 3]
+    (the flanks stay resolved).  The bases for I and 2I intervals are nested."""
     from scipy.stats import norm
     T = SPLINE_RANGE
     inner = norm.ppf(np.arange(1, intervals) / intervals)
-    if UNIFORM_FLANKS:
-        grid = np.linspace(-3.0, 3.0, intervals // 2 + 1)
-        inner = np.unique(np.round(np.r_[inner, grid], 12))
+    grid = np.linspace(-3.0, 3.0, intervals // 2 + 1)
+    inner = np.unique(np.round(np.r_[inner, grid], 12))
     kv = np.r_[[-T] * 4, inner, [T] * 4]
     kv.setflags(write=False)
     return kv
@@ -225,7 +231,7 @@ def _insertion(d, intervals, interactions):
 
 
 @lru_cache(maxsize=64)
-def _penalty(d, intervals, interactions, rich):
+def _penalty(d, intervals, interactions):
     """Ridge on everything but a linear function per column (the projector onto the
     complement of the coefficients of 1 and t, from the Greville abscissae), ridge 1 on the
     interaction blocks, plus 1e-3 ridge everywhere (the blocks' shared constants)."""
@@ -240,8 +246,6 @@ def _penalty(d, intervals, interactions, rich):
         blocks.append(np.eye(L.shape[0]) - Q @ Q.T)
     if interactions:
         blocks.append(np.eye(2 ** d))
-        if rich:
-            blocks.append(np.eye(2 ** d))
     P = block_diag(*blocks)
     P = P + 1e-3 * np.eye(P.shape[0])
     P.setflags(write=False)
@@ -261,13 +265,6 @@ def _reference(d, intervals, interactions):
     return G
 
 
-def _solve(G, b, lam, P, floor=None):
-    """(G + lam P)^-1 b with the eigenvalues floored at lam (post-processing)."""
-    w, V = np.linalg.eigh(G if P is None else G + lam * P)
-    w = np.maximum(w, lam if floor is None else floor)
-    return V @ ((V.T @ b) / w[:, None])
-
-
 def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, products=True):
     """Predicted noise variance of S (test noise + fit noise, twice for the allowance)."""
     des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
@@ -281,7 +278,7 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, products=
     pr = Gr.shape[0]
     lam = sg * math.sqrt(pr)
     A = _insertion(d, intervals, interactions)
-    P = _penalty(d, intervals, interactions, False)
+    P = _penalty(d, intervals, interactions)
     Gt = A.T @ Gr @ A
     w, V = np.linalg.eigh(Gt + lam * P)
     Minv = (V / np.maximum(w, lam)) @ V.T
@@ -507,16 +504,9 @@ def _lam(design, rel):
     return rel.gram_scale * math.sqrt(design.n_features())
 
 
-def fit_coefficients(rel, design, rich=False, gram=None, cross=None):
-    """Coefficients (in rich-basis coordinates) of the test fit or, ``rich=True``, the rich fit."""
-    G = rel.gram if gram is None else gram
-    b = rel.cross if cross is None else cross
-    lam = _lam(design, rel)
-    if rich:
-        return _solve(G, b, lam, None, RICH_FLOOR * lam)
-    A = _insertion(design.d, design.intervals, design.interactions)
-    P = _penalty(design.d, design.intervals, design.interactions, False)
-    return A @ _solve(A.T @ G @ A, A.T @ b, lam, P)
+def fit_coefficients(rel, design):
+    """Coefficients (in rich-basis coordinates) of the test fit (post-processing)."""
+    return _test_operator(rel, design) @ rel.cross
 
 
 def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
@@ -579,16 +569,6 @@ class SplineTest:
     certified: bool
 
 
-# the calibration's constants (module constants so that studies can vary them; the
-# defaults are the documented mechanism, fixed on pilot runs: vignettes/README.md)
-RICH_FLOOR = 1.0           # the rich fit's eigenvalue floor, in units of lambda
-RICH_PENALISED = False     # (measured worse: misses resolution bias) rich fit with the test's ridge
-UCB_Z = 2.0                # allowance: the debiased estimate plus this many noise sds
-UNIFORM_FLANKS = True      # knots: also a uniform grid on [-3, 3] (I / 2 intervals)
-CANONICAL = True           # second allowance: canonical low-order directions, unshrunk
-GP_SHRINK = 1.0            # the Gram matrix of the quadratic forms: eigenvalues minus this * lambda, >= 0
-
-
 @lru_cache(maxsize=64)
 def _canonical(d, intervals, interactions):
     """Rich-basis coefficients (p_rich, c) of the canonical coarse directions (public).
@@ -626,18 +606,19 @@ def _noise_cov(rel, beta_col):
                                                                                 beta_col)
 
 
-def _fit_operators(rel, design):
-    """Linear maps b -> coefficients (rich coordinates) of the test and the rich fit."""
+def _test_operator(rel, design):
+    """The test fit as a linear map b -> coefficients (rich coordinates): the nested basis
+    (A), ridge lambda towards a linear function per column, eigenvalues floored at lambda."""
     lam = _lam(design, rel)
     A = _insertion(design.d, design.intervals, design.interactions)
-    P = _penalty(design.d, design.intervals, design.interactions, False)
-    H_test = A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
-    if RICH_PENALISED:
-        Pr = _penalty(design.d, design.rich_intervals, design.interactions, True)
-        H_rich = _floored_inverse(rel.gram + lam * Pr, RICH_FLOOR * lam)
-    else:
-        H_rich = _floored_inverse(rel.gram, RICH_FLOOR * lam)
-    return H_test, H_rich
+    P = _penalty(design.d, design.intervals, design.interactions)
+    return A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
+
+
+def _fit_operators(rel, design):
+    """Linear maps b -> coefficients (rich coordinates) of the test and the rich fit."""
+    return _test_operator(rel, design), _floored_inverse(rel.gram, RICH_FLOOR * _lam(design,
+                                                                                      rel))
 
 
 def _shift_and_allowance(rel_x, rel_y, design):
