@@ -26,7 +26,7 @@ PrivGCM with ``regression="spline"`` (the default when z is given; see
 2. every partition recomputes phi, its residuals with the released
    coefficients (clipped to [-1, 1]), its products and its partial block sums;
    the final task adds them and draws the Laplace noise (sensitivity 2 p q) on
-   its worker; the parametric bootstrap of the fit's shift and the t statistic
+   its worker; the fit's variance terms, the bias allowance and the t statistic
    run on the client, on released values only.
 
 PrivGCM with ``regression="krr"``, PrivCRT and the GCM test need
@@ -69,7 +69,7 @@ generator) and ``feature_rng`` give the same result up to floating-point
 reduction order (the seeded numpy noise is drawn in the in-memory order:
 centre noise, block entropy, block noise; with the spline: centre noise, the
 half split's entropy, the x fit's noise (Gram, cross-products), the y fit's,
-the block entropy, the block noise, the bootstrap; per-row noise from the PCG64
+the block entropy, the block noise; per-row noise from the PCG64
 stream advanced by the partition's first index).  The sensitivity and the
 privacy record are those of the in-memory path; the method says "on Dask".
 """
@@ -467,7 +467,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
 
     The seeded draws come in the in-memory order: (centre noise, drawn by the caller),
     the entropy of the half split, the x fit's noise (Gram, cross-products), the y fit's,
-    the entropy of the blocks, the block sums' noise (on a worker), the bootstrap.
+    the entropy of the blocks, the block sums' noise (on a worker).
     """
     from dask import delayed
 

@@ -331,7 +331,7 @@ def main(argv=None):
     pg = sub.add_parser("privgcm", help="PrivGCM on a CSV file", epilog=_CELL_NOTE)
     _add_common(pg)
     pg.add_argument("--regression", default="spline", choices=["spline", "krr"],
-                    help="spline: the released additive spline fit (default); krr: kernel ridge "
+                    help="spline: the released spline fit (default); krr: kernel ridge "
                          "regression, the paper's mechanism (--ridge-lambda, --kernel-sigma)")
     pg.add_argument("--z-scale", nargs="+", default=None, metavar="Z_SCALE",
                     help="public scale of each Z column (the spline fit needs Z on a unit "

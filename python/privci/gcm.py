@@ -549,7 +549,7 @@ _KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", No
 def _check_regression(regression, conditional, given):
     """``"spline"`` (default) or ``"krr"``; KRR-only options are refused with the spline fit."""
     if regression not in ("spline", "krr"):
-        raise ValueError("`regression` must be 'spline' (the released additive spline fit, the "
+        raise ValueError("`regression` must be 'spline' (the released spline fit, the "
                          "default) or 'krr' (kernel ridge regression, the paper's mechanism); "
                          f"got {regression!r} instead.")
     if regression == "spline" and conditional:
@@ -725,7 +725,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         ``z_center``), z as given with ``"krr"``.
 
     regression : {"spline", "krr"}, default "spline"
-        ``"spline"``: the released additive spline regression (above);
+        ``"spline"``: the released spline regression (above);
         the KRR-only options (``ridge_lambda``, ``kernel_sigma``,
         ``cv_lambdas``, ``kernel_approximation``, ``n_features``,
         ``feature_rng``, ``sensitivity``) are refused with it, and
@@ -761,11 +761,12 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
 
     Notes
     -----
-    Test.  Spline fit: t = S / sqrt(k var(block sums) + V) on k - 1 degrees
-    of freedom, S the sum of the k noisy block sums and V a parametric-
-    bootstrap estimate of the second moment of the shift that the released
-    fits' noise puts on every product (several columns: Bonferroni over the
-    pairs).  KRR with k < n blocks: the one-sample t statistic of the k noisy block
+    Test.  Spline fit: t = S / sqrt(k var(block sums) + V + B^2) on k - 1
+    degrees of freedom, S the sum of the k noisy block sums, V a delta-method
+    estimate of the second moment of the shift that the released fits' noise
+    puts on every product and B the bias allowance of the nested fits
+    (several columns: Bonferroni over the pairs); p = 1 where the public rule
+    cannot resolve the fit.  KRR with k < n blocks: the one-sample t statistic of the k noisy block
     means with a t reference on k - 1 degrees of freedom (several columns:
     the max statistic with a multiplier bootstrap over blocks).  With k = n:
     the GCM statistic on the noisy products with a normal p-value, as in the

@@ -3,9 +3,11 @@
 #' Computed by the Python function `privci.privgcm`: clip x and y to public
 #' bounds and rescale, regress both on z, and test on noisy sums of the
 #' residual products. By default (`regression = "spline"`) the regression is
-#' itself released with differential privacy (an additive spline fit of z,
-#' put on a unit scale by `z_center` and `z_scale`, released privately unless
-#' given), the residuals are clipped, and a t test runs on 20 noisy block sums.
+#' itself released with differential privacy (a spline fit of z, put on a unit
+#' scale by `z_center` and `z_scale`, released privately unless given), the
+#' residuals are clipped, and a t test runs on 20 noisy block sums; where the
+#' public rule cannot resolve the fit the p-value is 1 and `fit_check` says so
+#' (`assume_additive = TRUE`, passed through `...`, states an additive model).
 #' `regression = "krr"` is Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas:
 #' kernel ridge regression with a ridge parameter fixed before seeing the data
 #' and Laplace noise, calibrated to the certified sensitivity, on every residual
