@@ -202,6 +202,7 @@ def test_released_statistic_matches_the_documented_steps(monkeypatch):
     privci.privgcm(d.x, d.y, z1, epsilon=eps, x_bound=d.x_bound, y_bound=d.y_bound,
                    z_center=0.0, z_scale=1.0, rng=np.random.default_rng(11))
     des = S.choose_design(n, 1, 1, 1, eps)
+    k = des.k                          # "auto": the design's rule picks the block count
     rng = np.random.default_rng(11)
     one = 2.0 ** 16
 
@@ -221,7 +222,7 @@ def test_released_statistic_matches_the_documented_steps(monkeypatch):
     p = phi.shape[1]
     iu = np.triu_indices(p)
     half = block_labels(n, 2, new_entropy(rng)) == 0
-    eg = 0.8 * des.eps_fit
+    eg = des.gram_share * des.eps_fit
     eb = des.eps_fit - eg
     fits = []
     for rows, w in ((half, u), (~half, v)):
@@ -336,9 +337,10 @@ def test_level_slow(design, eps):
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.3, 0.7, 1.0, 2.9, 7.0, 1e-3])
-def test_gram_cross_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps):
+@pytest.mark.parametrize("share", [0.3, 0.5, 0.7, 0.8])
+def test_gram_cross_split_never_exceeds_its_epsilon_in_exact_arithmetic(eps, share):
     from fractions import Fraction
-    eg = S.GRAM_SHARE * eps
+    eg = share * eps
     eb = S._rest(eps, eg)
     assert Fraction(eg) + Fraction(eb) <= Fraction(eps)
     assert eb > 0 and eb == pytest.approx(eps - eg, rel=1e-12)

@@ -615,6 +615,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     spline = reg == "spline" and conditional
     _check_assume_additive(assume_additive, spline)
     k = _check_n_blocks(n_blocks, n, conditional, reg)
+    if spline and isinstance(n_blocks, str):      # "auto": the spline design's rule picks k
+        from ._spline import choose_design
+        k = choose_design(n, zd.shape[1], p, q, eps_test, None,
+                          assume_additive=assume_additive).k
     if z_scale is not None and not conditional:
         raise ValueError("`z_scale` needs z; got z = None.")
     zc = zs = None

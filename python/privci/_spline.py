@@ -8,24 +8,28 @@ columns of x and y); the proofs are on the documentation's "Released regression"
 1. **Basis** (public, :class:`Design`).  Each column of z is centred and scaled by
    public (or privately released) values, t = (z - z_center) / z_scale, clipped to
    [-4, 4], and expanded in cubic B-splines whose interior knots are the standard
-   normal quantiles j / I (every interval holds the same reference mass, so every
-   function carries data; the bases for I and 2I intervals are nested).  The **rich**
+   normal quantiles j / I (every central interval holds the same reference mass, so
+   every function carries data) and a uniform grid of I / 2 intervals on [-3, 3] (the
+   flanks); the bases for I and 2I intervals are nested.  The **rich**
    basis has 2I intervals, the **test** basis I.  With 2 to 4 columns the basis also
    holds multilinear interaction blocks (products over the columns of hat functions, on
-   [-2, 2]^d in both bases and [-4, 4]^d in the rich one).  Every block is quantised to
+   [-3, 3]^d in both bases, and one more on [-2, 2]^d in the rich one).  Every block is quantised to
    the grid 2^-16 with its integer sum at most 2^16, so every row's feature vector is
    non-negative with L1 norm at most s = the number of blocks, *exactly*.
-2. **Rule** (:func:`choose_design`).  The fit share minimises the predicted noise
-   variance of the test sum; the resolution I is the finest in (4, 8, 16) at which no
-   central direction of the test fit is shrunk by more than 10% (on the public
-   reference Gram of z ~ N(0, I)).  Where even I = 4 fails, the design is not
-   resolvable: the **fail-safe** sets the p-value to 1 and the result says why.
+2. **Rule** (:func:`choose_design`).  Bias first, then noise: for every split (the fit's
+   share of epsilon, the Gram matrices' share of the fit's), the resolution I is the
+   finest in (4, 8, 16, 32, 64) at which no central direction of the test fit is shrunk
+   by more than 10% (on the public reference Gram of z ~ N(0, I)); the rule takes the
+   finest any split reaches, and among those splits and block counts k in (5, 10, 20)
+   the least t quantile times predicted sd of S.  Where no split resolves even I = 4,
+   the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
+   says why.
 3. **Released fit** (:func:`release_fits`).  The rows are split by a data-independent
    partition into halves A and B.  On A the sufficient statistics of the regression
    of the scaled x on the rich basis, G_A = sum phi phi^T (upper triangle) and
    b_A = sum x phi, get Laplace noise; on B the same for y.  Replacing one row changes
    the upper triangle of G by at most s^2 + s in L1 and b by at most 2 s per column
-   (|x| <= 1).  All sums are exact (fixed-point integers), so the bounds hold in
+   (|x| <= 1); the rule's share of epsilon_fit goes to G, the rest to b.  All sums are exact (fixed-point integers), so the bounds hold in
    floating point; beyond 2^21 rows the float conversion's rounding is added to the
    stated sensitivity.  A row lies in A or in B: parallel composition.
 4. **Fits** (post-processing).  Test fit: the nested basis (Gram A^T G A with the
@@ -34,7 +38,7 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    basis, floor lambda, no ridge.
 5. **Residual products** (:func:`partition_block_sums`).  With the test fit public,
    r_x = clip(x - clip(phi^T beta_x, -1, 1), -1, 1), likewise r_y; each product lies
-   in [-1, 1], so the block sums of a second data-independent partition have L1
+   in [-1, 1], so the k block sums of a second data-independent partition have L1
    sensitivity 2 per pair of columns, whatever the fit.  Laplace noise.
 6. **Test** (:func:`spline_test`).  S = the sum of the k noisy block sums,
    t = S / sqrt(k var(block sums) + V + B^2) on k - 1 degrees of freedom.  V is the
@@ -72,11 +76,13 @@ INTERACTION_BOX = 3.0     # the test basis' multilinear block lives on [-3, 3]^d
 RICH_BOX = 2.0            # the rich basis adds one on [-2, 2]^d
 MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
-GRAM_SHARE = 0.8          # of the fit's epsilon, for the Gram matrices
-K_BLOCKS = 20             # noisy block sums of the test
+GRAM_SHARE = 0.8          # default share of the fit's epsilon for the Gram matrices
+GRAM_SHARES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)   # the rule's choices for that share
+BETA_REF = 0.25           # reference size of a fitted function in the scaled units (4-sd bounds)
+K_BLOCKS = 20             # noisy block sums of the test (the largest the rule picks)
+K_CHOICES = (5, 10, 20)   # the rule's choices for the number of block sums
 CERTIFY_SHARE = 0.5       # estimated bias^2 / (block + shift variance) above which: flagged
-INTERVAL_CHOICES = (4, 8, 16)         # test-basis intervals per column (rich: twice)
-REFERENCE_INTERVALS = 8                # the split is chosen at this resolution
+INTERVAL_CHOICES = (4, 8, 16, 32, 64)  # test-basis intervals per column (rich: twice)
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
@@ -171,6 +177,7 @@ class Design:
     eps_test: float
     k: int = K_BLOCKS
     certified: bool = True
+    gram_share: float = GRAM_SHARE
     assume_additive: bool = False
     predicted: dict = field(default_factory=dict, compare=False)
 
@@ -265,36 +272,36 @@ def _reference(d, intervals, interactions):
     return G
 
 
-def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, products=True):
-    """Predicted noise variance of S (test noise + fit noise, twice for the allowance)."""
-    des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
-    s = des.n_blocks
-    m = max(n // 2, 1)
-    eps_fit = fit_share * eps
-    sg = gram_sensitivity(s) / (GRAM_SHARE * eps_fit)
-    sbx = cross_sensitivity(s, p) / ((1 - GRAM_SHARE) * eps_fit)
-    sby = cross_sensitivity(s, q) / ((1 - GRAM_SHARE) * eps_fit)
-    Gr = m * _reference(d, intervals, interactions)
-    pr = Gr.shape[0]
-    lam = sg * math.sqrt(pr)
-    A = _insertion(d, intervals, interactions)
-    P = _penalty(d, intervals, interactions)
-    Gt = A.T @ Gr @ A
-    w, V = np.linalg.eigh(Gt + lam * P)
-    Minv = (V / np.maximum(w, lam)) @ V.T
-    H = Minv @ A.T                                     # b noise -> test coefficients
-    C = 2.0 * Gt @ H @ H.T                             # shift = e_x^T (2 G) e_y
-    fit_var = 2.0 * (2 * sbx ** 2) * (2 * sby ** 2) * float(np.sum(C * C.T))
-    test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
-    # resolvability: the shrinkage r / (r + lambda) of the weakest central test-basis
-    # function (Greville abscissa in [-2, 2]) and interaction feature
-    r = np.diag(Gt)
+REFERENCE_INTERVALS = 8   # the splits' predicted noise is ranked at this resolution
+
+
+@lru_cache(maxsize=64)
+def _central_quotients(d, intervals, interactions):
+    """Per-row reference Rayleigh quotients E[h^2] (z ~ N(0, I)) of the test basis' central
+    functions (Greville abscissa in [-2, 2]) and of its interaction features."""
+    rng = np.random.default_rng(20261126)            # a fixed, public reference sample
+    z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
     g = _greville(intervals)
-    central = [np.abs(g) <= 2.0] + [np.abs(g[1:]) <= 2.0] * (d - 1)
+    q1 = np.mean(_bspline_values(z[:, 0], intervals) ** 2, axis=0)[np.abs(g) <= 2.0]
+    out = [q1]
     if interactions:
-        central.append(np.ones(2 ** d, bool))
-    central = np.concatenate(central)
-    rho = r[central] / (r[central] + lam)
+        out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
+    return np.concatenate(out)
+
+
+def _lambda(n, d, eps_fit, gram_share, intervals, interactions):
+    """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(p_rich)."""
+    des = Design(d, intervals, interactions, eps_fit, eps_fit)
+    return gram_sensitivity(des.n_blocks) / (gram_share * eps_fit) * math.sqrt(des.n_features())
+
+
+def _resolvable(n, d, eps_fit, gram_share, intervals, interactions, products=True):
+    """Whether every central test-basis function and every product of columns keeps at
+    least CERT_RHO of itself under the ridge: r / (r + lambda) >= CERT_RHO."""
+    m = max(n // 2, 1)
+    lam = _lambda(n, d, eps_fit, gram_share, intervals, interactions)
+    r = m * _central_quotients(d, intervals, interactions)
+    rho = r / (r + lam)
     if products and d >= 2:
         if interactions:
             # every product of 2..d columns is in the multilinear block with coefficients
@@ -304,24 +311,68 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, products=
                 rho = np.r_[rho, rq / (rq + lam)]
         else:
             rho = np.r_[rho, 0.0]      # products are not fitted at all: never certified
-    resolvable = float(np.min(rho)) >= CERT_RHO
-    return test_var, fit_var, resolvable
+    return float(np.min(rho)) >= CERT_RHO
 
 
-def choose_design(n, d, p, q, epsilon, k=K_BLOCKS, assume_additive=False):
-    """The public rule: basis resolution, interactions and the fit/test split.
+def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, gram_share=GRAM_SHARE):
+    """Predicted noise variances of S on the public reference Gram of z ~ N(0, I): the
+    test's block noise, and the fit's (its shift V plus the allowance's noise part,
+    UCB_Z^2 times the nested difference's noise second moment)."""
+    des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
+    s = des.n_blocks
+    m = max(n // 2, 1)
+    eps_fit = fit_share * eps
+    sg = gram_sensitivity(s) / (gram_share * eps_fit)
+    sbx = cross_sensitivity(s, p) / ((1 - gram_share) * eps_fit)
+    sby = cross_sensitivity(s, q) / ((1 - gram_share) * eps_fit)
+    Gr = m * _reference(d, intervals, interactions)
+    pr = Gr.shape[0]
+    lam = sg * math.sqrt(pr)
+    A = _insertion(d, intervals, interactions)
+    P = _penalty(d, intervals, interactions)
+    H = A @ _floored_inverse(A.T @ Gr @ A + lam * P, lam) @ A.T   # b -> test fit (rich coords)
+    R = _floored_inverse(Gr, RICH_FLOOR * lam)                     # b -> rich fit
+    K = R - H                                                       # b -> nested difference
+    G2 = 2.0 * Gr                                                   # both halves' Gram
+    # noise of b - G beta per coordinate (delta method): 2 sb^2 + 2 sg^2 |beta|^2, with the
+    # reference |beta|^2 = BETA_REF^2 per coefficient (B-spline coefficients ~ values)
+    beta2 = BETA_REF ** 2 * pr
+    vx = 2 * sbx ** 2 + 2 * sg ** 2 * beta2
+    vy = 2 * sby ** 2 + 2 * sg ** 2 * beta2
+    Ch = G2 @ H @ H.T
+    Ck = G2 @ K @ K.T
+    shift = vx * vy * float(np.sum(Ch * Ch.T))          # V: the fits' common shift
+    nested = vx * vy * float(np.sum(Ck * Ck.T))         # the allowance's noise second moment
+    fit_var = shift + UCB_Z ** 2 * nested
+    test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
+    return test_var, fit_var
 
-    The fit share f in ``FIT_SHARES`` minimises the predicted noise variance of S (the
-    test's block noise plus twice the fit's shift variance, computed on the public
-    reference Gram of z ~ N(0, I) at ``REFERENCE_INTERVALS``).  A direction h of the
-    test fit is shrunk by r_h / (r_h + lambda), r_h its reference Rayleigh quotient; the
-    resolution is the finest ``intervals`` in ``INTERVAL_CHOICES`` at which every central
-    basis function keeps at least ``CERT_RHO`` = 0.9 of itself.  With two or more columns
-    every product of columns must be kept as well (they are fitted by the multilinear
-    block for 2 to 4 columns, not at all beyond), unless ``assume_additive`` (a public
-    assumption of the user: no interactions are fitted and none are checked).
-    ``certified`` is False where the coarsest resolution fails: privgcm then returns
-    p = 1 (the fail-safe).
+
+def _t_quantile(df):
+    from scipy.stats import t as _t
+    return _t.ppf(0.975, df)
+
+
+def choose_design(n, d, p, q, epsilon, k=None, assume_additive=False):
+    """The public rule: basis resolution, interactions and the epsilon split.
+
+    Bias first, then noise.  For every split (the fit's share f in ``FIT_SHARES`` of
+    epsilon, the Gram matrices' share g in ``GRAM_SHARES`` of the fit's), the resolution is
+    the finest ``intervals`` in ``INTERVAL_CHOICES`` at which the test fit is resolvable: a
+    direction h is shrunk by r_h / (r_h + lambda), r_h its Rayleigh quotient on the public
+    reference Gram of z ~ N(0, I), and every central basis function must keep at least
+    ``CERT_RHO`` = 0.9 of itself.  With two or more columns every product of columns must
+    be kept as well (they are fitted by the multilinear block for 2 to 4 columns, not at
+    all beyond), unless ``assume_additive`` (a public assumption of the user: no
+    interactions are fitted and none are checked).  The rule takes the finest resolution
+    any split reaches, and among the splits that reach it the least predicted noise
+    variance of S (the test's block noise plus twice the fit's shift variance, the latter
+    with the cross-products' and the Gram's noise for a reference fitted function of size
+    ``BETA_REF`` per coefficient).  With ``k=None`` the number of block sums is chosen
+    too, from ``K_CHOICES``: the least t quantile (k - 1 degrees of freedom) times the
+    predicted sd of S, whose sampling part is that of residuals of sd ``BETA_REF`` (the
+    block noise grows with k, the t quantile shrinks).  ``certified`` is False where no split resolves even
+    the coarsest basis: privgcm then returns p = 1 (the fail-safe).
 
     Examples
     --------
@@ -333,25 +384,49 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS, assume_additive=False):
     >>> choose_design(10_000, 2, 1, 1, 7.0, assume_additive=True).certified
     True
     """
+    return _choose_design(int(n), int(d), int(p), int(q), float(epsilon),
+                          None if k is None else int(k),
+                          bool(assume_additive), tuple(FIT_SHARES), tuple(GRAM_SHARES),
+                          tuple(INTERVAL_CHOICES), float(CERT_RHO))
+
+
+@lru_cache(maxsize=256)
+def _choose_design(n, d, p, q, epsilon, k, assume_additive, fit_shares, gram_shares,
+                   interval_choices, cert_rho):
     interactions = (not assume_additive) and 2 <= d <= MAX_INTERACTION_D
     products = not assume_additive
-    best = None
-    for f in FIT_SHARES:                 # the split: least predicted noise at the reference
-        tv, fv, _ = _predicted(n, d, p, q, epsilon, REFERENCE_INTERVALS, interactions, f, k)
-        if best is None or tv + fv < best[0]:
-            best = (tv + fv, f, tv, fv)
-    _, f, tv, fv = best
-    intervals = INTERVAL_CHOICES[0]      # the resolution: the finest that stays resolvable
-    certified = _predicted(n, d, p, q, epsilon, intervals, interactions, f, k, products)[2]
-    for cand in INTERVAL_CHOICES[1:]:
-        if not _predicted(n, d, p, q, epsilon, cand, interactions, f, k, products)[2]:
-            break
-        intervals = cand
+    ref = min(REFERENCE_INTERVALS, interval_choices[-1])
+    levels = {}
+    for f in fit_shares:
+        for g in gram_shares:
+            level = -1
+            for i, cand in enumerate(interval_choices):
+                if not _resolvable(n, d, f * epsilon, g, cand, interactions, products):
+                    break
+                level = i
+            levels[f, g] = level
+    top = max(levels.values())
+    ks = (k,) if k is not None else tuple(c for c in K_CHOICES if c <= n) or (max(2, n),)
+    samp = n * BETA_REF ** 4          # reference sampling variance of S (residual sd BETA_REF)
+    best = None                   # (-(t quantile x predicted sd), f, g, k, noise)
+    for (f, g), level in levels.items():
+        if level < top:
+            continue
+        tv1, fv = _predicted(n, d, p, q, epsilon, ref, interactions, f, 1, g)
+        for kk in ks:
+            tv = kk * tv1
+            key = -float(_t_quantile(kk - 1)) * math.sqrt(samp + tv + fv)
+            if best is None or key > best[0]:
+                best = (key, f, g, kk, (tv, fv))
+    _, f, g, k, (tv, fv) = best
+    level = top
+    intervals = interval_choices[max(level, 0)]
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
-                  eps_test=eps_test, k=k, certified=certified, assume_additive=assume_additive,
-                  predicted={"fit_share": f, "test_noise_var": tv, "fit_noise_var": fv})
+                  eps_test=eps_test, k=k, certified=level >= 0, assume_additive=assume_additive,
+                  gram_share=g, predicted={"fit_share": f, "gram_share": g,
+                                           "test_noise_var": tv, "fit_noise_var": fv})
 
 
 def _rest(total, spent):
@@ -472,7 +547,7 @@ def _release_one(g_int, b_int, rows, design, rng):
     iu = np.triu_indices(pr)
     cols = b_int.shape[1]
     m = max(int(rows), 1)
-    eps_g = GRAM_SHARE * design.eps_fit
+    eps_g = design.gram_share * design.eps_fit
     eps_b = _rest(design.eps_fit, eps_g)
     sens_g = gram_sensitivity(s) + _conversion_slack(m, iu[0].size)
     sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
@@ -491,8 +566,8 @@ def release_fits(stats, rows, design, rng):
     """Release the x fit's statistics (half A) and the y fit's (half B): (rel_x, rel_y).
 
     ``stats`` from :func:`partition_stats` (summed over partitions), ``rows`` = the
-    public sizes of the halves.  Each half's release is epsilon_fit-DP (GRAM_SHARE of it
-    on G, the rest, rounded down, on b); the halves are disjoint (parallel composition).
+    public sizes of the halves.  Each half's release is epsilon_fit-DP (the design's
+    ``gram_share`` of it on G, the rest, rounded down, on b); the halves are disjoint (parallel composition).
     """
     g_a, b_a, g_b, b_b = stats
     rel_x = _release_one(g_a, b_a, rows[0], design, rng)

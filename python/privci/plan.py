@@ -186,6 +186,14 @@ def _spline_constant(n, epsilon):
     return 2.0 * float(epsilon) / des.eps_test
 
 
+def _spline_blocks(n_blocks, n, epsilon):
+    """The block count privgcm uses: the spline rule's for "auto", else as given."""
+    if n_blocks != "auto":
+        return _n_blocks(n_blocks, n)
+    from ._spline import choose_design
+    return int(choose_design(max(int(n), 4), 1, 1, 1, float(epsilon)).k)
+
+
 def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=None,
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
@@ -228,8 +236,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         PrivGCM's regression.  "spline" (privgcm's default with z): the
         products (residuals clipped to the bounds) have sensitivity 2 and get
         the test's share of epsilon (``privci._spline.choose_design``'s rule at
-        (n, epsilon) for one column of z) on 20 block sums, i.e. an effective
-        constant C = 2 / share with ``n_blocks="auto"``;
+        (n, epsilon) for one column of z) on the rule's number of block sums
+        (5, 10 or 20), i.e. an effective constant C = 2 / share with
+        ``n_blocks="auto"``;
         ``sensitivity`` and ``ridge_lambda`` are not used.  The released fit's
         own noise (accounted for by the test) is ignored here, so the power
         is an upper approximation (measured on the paper's design: 1.00 where
@@ -330,9 +339,14 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
             raise ValueError("`n_blocks` must be None, 'auto' or an integer >= 2; got "
                              f"{V._short(n_blocks)} instead.")
 
+        def blocks(nn, ee):
+            if callable(C):
+                return _spline_blocks(n_blocks, nn, ee)
+            return _n_blocks(n_blocks, nn)
+
         def pw(nn, ee):
             c = C(nn, ee) if callable(C) else C
-            return _gcm_power(nn, ee, rho, sigma, c, _n_blocks(n_blocks, nn), alpha, mode)[0]
+            return _gcm_power(nn, ee, rho, sigma, c, blocks(nn, ee), alpha, mode)[0]
         approx = ("normal approximation N(sqrt(n) rho / sigma', 1), one block per row"
                   if n_blocks is None else
                   "noncentral t (k - 1 df) for the t statistic of k noisy block means")
@@ -384,7 +398,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                 lo = mid
         epsilon = hi
         pval = pw(n, epsilon)
-    k = _n_blocks(n_blocks, n) if test == "privgcm" else None
+    k = blocks(n, epsilon) if test == "privgcm" else None
     if callable(C):
         C = C(n, epsilon)
     nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" else None
