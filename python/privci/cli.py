@@ -160,7 +160,7 @@ def _privacy_cell(res):
     if fc is not None and not fc["resolvable"]:
         cell += ", fit not resolvable at this n: p = 1 (fail-safe)"
     elif fc is not None and not fc["certified"]:
-        cell += ", nested fits disagree (p conservative)"
+        cell += ", nested fits disagree: p = 1 (fail-safe)"
     return cell
 
 

@@ -615,14 +615,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     cubic-spline fit, additive with multilinear interactions for 2 to 4
     columns, whose Gram matrices and cross-products get Laplace noise, x
     fitted on one half of the rows and y on the other), the residuals are
-    clipped to [-1, 1], their products are summed within 20 blocks of a
-    data-independent partition, each block sum gets Laplace(2 / epsilon_test),
+    clipped to [-1, 1], their products are summed within k blocks of a
+    data-independent partition (k in 5, 10, 20 by the rule below), each block
+    sum gets Laplace(2 / epsilon_test),
     and the test is a t statistic whose variance also holds the released
     fits' noise and a bias allowance from a nested richer fit (see
     ``privci._spline`` and the documentation's "Released regression" page for
-    the proof).  A public rule of (n, d, epsilon) sets the basis resolution
-    and the fit/test split; where it finds that the regression cannot be
-    resolved, the p-value is 1 (a fail-safe) and ``res.fit_check`` and the
+    the proof).  A public rule of (n, d, epsilon) sets the basis resolution,
+    the epsilon split and k; where it finds that the regression cannot be
+    resolved, or the nested fits disagree, the p-value is 1 (a fail-safe) and
+    ``res.fit_check`` and the
     printed "fit check" line say so.
 
     With ``regression="krr"`` (the paper's mechanism): the kernel ridge
@@ -689,7 +691,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         noise in the statistic shrinks by a factor of about k / n against
         per-product noise.  None: k = n, noise on every product (Algorithm 1).
         ``"auto"`` (a public rule, see ``privci._private.auto_n_blocks``):
-        min(n, 20) without conditioning and with the spline fit; with
+        min(n, 20) without conditioning; with the spline fit 5, 10 or 20, the
+        released regression's rule (``privci._spline.choose_design``); with
         ``regression="krr"`` and z given, n (Algorithm 1),
         because the noise of Algorithm 1 is what hides the bias of the
         strongly regularised regression (measured: fewer blocks or the sharp

@@ -153,8 +153,8 @@ class PrivateTestResult(_ReprMixin):
     @property
     def fit_certified(self):
         """False when the released regression is not certified: its public rule cannot
-        resolve the fit (the p-value is then 1), or the nested fits' estimated bias is large
-        against the noise (the allowance makes the p-value conservative).  None when the
+        resolve the fit, or the nested fits' estimated bias is large against the noise; in
+        both cases the p-value is set to 1 (a fail-safe, not evidence).  None when the
         test has no released regression.
         """
         return None if self.fit_check is None else bool(self.fit_check["certified"])
@@ -187,8 +187,8 @@ class PrivateTestResult(_ReprMixin):
                            "the p-value is set to 1 (a fail-safe, not evidence)")
             else:
                 verdict = ("NOT certified: the nested fits disagree (estimated regression "
-                           "bias large against the noise), so the allowance makes the p-value "
-                           "conservative")
+                           "bias large against the noise), so the p-value is set to 1 (a "
+                           "fail-safe, not evidence)")
             head += (f"\n    fit check: {verdict} (bias allowance {100 * share:.0f}% of the "
                      f"variance; {fc['intervals']} spline intervals per column, nested rich "
                      f"fit {fc['rich_intervals']}, interactions "

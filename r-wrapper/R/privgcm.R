@@ -80,8 +80,8 @@
 #'   `mechanism`, `sensitivity`, `noise_scale`, `hardened`, `ridge_lambda`,
 #'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`; with the default spline
 #'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
-#'   `intervals`, ...: when `certified` is FALSE the p-value is conservative,
-#'   and 1 when the regression cannot be resolved). No un-noised quantity
+#'   `intervals`, ...: when `certified` is FALSE the p-value is 1, a
+#'   fail-safe: the regression cannot be resolved or the nested fits disagree). No un-noised quantity
 #'   is returned. `print()` shows the test as for [stats::t.test()], followed
 #'   by the privacy record.
 #' @seealso [gcm()], [privcrt()].
@@ -189,7 +189,7 @@ print.privci_private_htest <- function(x, ...) {
     fc <- x$fit_check
     verdict <- if (fc$certified) "certified" else if (!fc$resolvable)
       "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
-      "NOT certified: the nested fits disagree (estimated regression bias large against the noise), so the allowance makes the p-value conservative"
+      "NOT certified: the nested fits disagree (estimated regression bias large against the noise); p-value set to 1 (a fail-safe, not evidence)"
     cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column)",
                         verdict, 100 * fc$allowance_share, fc$intervals), exdent = 2), sep = "\n")
   }
