@@ -168,13 +168,20 @@ def test_agrees_with_privgcm_blocks_simulation():
 
 
 def test_spline_default_plan():
-    """privgcm's default: sensitivity 2 on 20 block sums with the rule's test share."""
+    """privgcm's default: sensitivity 2 on the rule's block sums with the rule's test share."""
     from privci._spline import choose_design
-    share = choose_design(10_000, 1, 1, 1, 2.0).eps_test / 2.0
+    des = choose_design(10_000, 1, 1, 1, 2.0)
+    share = des.eps_test / 2.0
     p = _plan(n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
     q = _plan(n=10_000, epsilon=2.0 * share, effect=1.0, x_bound=4, y_bound=5.7,
-              regression="krr", sensitivity=2.0, n_blocks=20)
-    assert p.sensitivity == pytest.approx(2.0 / share) and p.n_blocks == 20
+              regression="krr", sensitivity=2.0, n_blocks=des.k)
+    assert p.sensitivity == pytest.approx(2.0 / share) and p.n_blocks == des.k
+    # the block count follows privgcm's: the rule's for "auto", the user's otherwise
+    z = np.random.default_rng(0).normal(size=(10_000, 1))
+    res = privci.privgcm(z[:, 0], z[:, 0] ** 2, z, epsilon=2.0, x_bound=4, y_bound=4,
+                         z_center=0.0, z_scale=1.0, rng=0)
+    assert res.privacy.n_blocks == p.n_blocks
+    assert _plan(n=10_000, epsilon=2.0, effect=1.0, n_blocks=7).n_blocks == 7
     assert p.power == pytest.approx(q.power, rel=1e-9)
     with pytest.raises(ValueError, match="`sensitivity` applies to regression='krr' only"):
         _plan(n=100, epsilon=1.0, effect=1.0, sensitivity="sharp")

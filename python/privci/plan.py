@@ -281,7 +281,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     0.7
     >>> p = plan("privgcm", n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
     >>> round(p.power, 2), p.n_blocks          # the default: the released spline fit
-    (1.0, 20)
+    (1.0, 10)
     >>> round(plan("privcrt", n=1000, epsilon=2.0, effect=0.5, x_bound=4, y_bound=4).power, 2)
     0.96
     """
