@@ -476,3 +476,54 @@ def test_fused_kernels_equal_the_numpy_path(d, monkeypatch):
     for a, b in zip(fast[0], slow[0]):
         assert np.array_equal(a, b)
     assert np.array_equal(fast[1], slow[1])
+
+
+@pytest.mark.parametrize("n", [300, 2000, 10_000, 100_000])
+@pytest.mark.parametrize("d", [1, 3])
+def test_rule_choices_are_in_their_sets_and_the_split_is_exact(n, d):
+    """The rule's split, resolution and block count (a definitional check of every release's
+    epsilon: fit + test <= epsilon and Gram + cross-products <= fit, in exact arithmetic)."""
+    from fractions import Fraction
+    last = 0
+    for eps in (0.5, 1.0, 2.0, 7.0, 30.0, 100.0):
+        des = S.choose_design(n, d, 1, 1, eps, assume_additive=d > 1)
+        assert des.intervals in S.INTERVAL_CHOICES and des.k in S.K_CHOICES
+        assert des.gram_share in S.GRAM_SHARES
+        assert des.predicted["fit_share"] in S.FIT_SHARES
+        assert Fraction(des.eps_fit) + Fraction(des.eps_test) <= Fraction(eps)
+        eg = des.gram_share * des.eps_fit
+        assert Fraction(eg) + Fraction(S._rest(des.eps_fit, eg)) <= Fraction(des.eps_fit)
+        if des.certified:
+            # the chosen basis is resolvable under the chosen split, the next finer is not
+            # under any split
+            assert S._resolvable(n, d, des.eps_fit, des.gram_share, des.intervals,
+                                 des.interactions, not des.assume_additive)
+            i = S.INTERVAL_CHOICES.index(des.intervals)
+            if i + 1 < len(S.INTERVAL_CHOICES):
+                assert not any(S._resolvable(n, d, f * eps, g, S.INTERVAL_CHOICES[i + 1],
+                                             des.interactions, not des.assume_additive)
+                               for f in S.FIT_SHARES for g in S.GRAM_SHARES)
+            # more epsilon never buys a coarser basis
+            assert des.intervals >= last
+            last = des.intervals
+
+
+def test_release_spends_the_designs_gram_share(monkeypatch):
+    """The record's Gram and cross-product epsilons are the design's split of eps_fit."""
+    d = simulate.confounded_data(2000, beta=0.0, rng=3)
+    cap = {}
+    real = S.release_fits
+
+    def spy(stats, rows, design, rng):
+        out = real(stats, rows, design, rng)
+        cap["design"], cap["rel"] = design, out
+        return out
+
+    monkeypatch.setattr(S, "release_fits", spy)
+    privci.privgcm(d.x, d.y, d.z, epsilon=3.0, x_bound=d.x_bound, y_bound=d.y_bound,
+                   z_center=0.0, z_scale=1.0, rng=2)
+    des, (rx, ry) = cap["design"], cap["rel"]
+    for rel in (rx, ry):
+        assert rel.gram_epsilon == des.gram_share * des.eps_fit
+        assert rel.gram_epsilon + rel.cross_epsilon <= des.eps_fit
+        assert rel.gram_scale == pytest.approx(rel.gram_sensitivity / rel.gram_epsilon)
