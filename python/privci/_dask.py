@@ -579,7 +579,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_statistic,
                            guarantee_text, new_entropy)
     from .budget import _charge
-    from ._epsilon import _remaining_budget
+    from ._epsilon import remaining
     from ._params import _check_assume_additive, _check_n_blocks, _check_regression
     from ._stats import _method_name, _statistic_from_sums
     from ._transform import _GCMInputs
@@ -598,7 +598,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if not eps_c < eps:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {center_epsilon!r} instead.")
-        eps_test = _remaining_budget(eps, eps_c)
+        eps_test = remaining(eps, eps_c)
     xd, yd, zd, n = _inputs(x, y, z)
     if regression == "krr":
         _need_rff(zd, kernel_approximation, "PrivGCM with regression='krr'")

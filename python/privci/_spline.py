@@ -59,6 +59,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._epsilon import remaining as _rest
 from .mechanisms import laplace_mechanism
 
 __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_BITS",
@@ -352,15 +353,6 @@ def choose_design(n, d, p, q, epsilon, k=K_BLOCKS, assume_additive=False):
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
                   eps_test=eps_test, k=k, certified=certified, assume_additive=assume_additive,
                   predicted={"fit_share": f, "test_noise_var": tv, "fit_noise_var": fv})
-
-
-def _rest(total, spent):
-    """The largest float r with spent + r <= total in exact arithmetic."""
-    from fractions import Fraction
-    r = total - spent
-    while Fraction(r) + Fraction(spent) > Fraction(total):
-        r = float(np.nextafter(r, 0.0))
-    return r
 
 
 # --------------------------------------------------------------------------- row passes

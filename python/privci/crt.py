@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels, _validation as V
-from ._epsilon import _remaining_budget
+from ._epsilon import remaining
 from ._frames import accepts_data_frames
 from ._model_x import (GaussianModelX, ModelX, _model_x_plan, _private_x_residuals,
                        _resamples_and_mean, _safe_call)
@@ -265,7 +265,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
         if not eps_b < eps:
             raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {eps_b!r} instead.")
-        eps_test = _remaining_budget(eps, eps_b)
+        eps_test = remaining(eps, eps_b)
         auto = (eps_b, user_rng, released)
     elif bounds_epsilon is not None:
         raise ValueError("`bounds_epsilon` is only used with an 'auto' bound or centre; got "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels, _validation as V
-from ._epsilon import _remaining_budget
+from ._epsilon import remaining
 from ._frames import accepts_data_frames
 from ._params import (_check_approximation, _check_assume_additive, _check_n_blocks,
                       _check_regression)
@@ -578,14 +578,14 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if not eps_b < eps:
             raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {eps_b!r} instead.")
-        eps_test = _remaining_budget(eps_test, eps_b)
+        eps_test = remaining(eps_test, eps_b)
     if center_epsilon is not None:
         eps_c = V.positive_finite(center_epsilon, "center_epsilon")
         if not eps_c < eps_test:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
                              f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
                              "instead.")
-        eps_test = _remaining_budget(eps_test, eps_c)
+        eps_test = remaining(eps_test, eps_c)
         centre_noise = (eps_c, user_rng)
     inp = _GCMInputs(x, y, z, 1.0 if auto["x_bound"] else x_bound,
                      1.0 if auto["y_bound"] else y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
@@ -631,8 +631,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         xy_items = n_auto * max(inp.p, inp.q)
         eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
         eps_zc = eps_z / 2.0 if (scale_auto and zc_auto) else eps_z
-        eps_zs = _remaining_budget(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
-        eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
+        eps_zs = remaining(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
+        eps_b_rest = remaining(eps_b, eps_z) if xy_items else 0.0
         if zc_auto:
             notes.append(_reliability("z_center", inp.n, eps_zc, d))
         if scale_auto:
