@@ -45,6 +45,8 @@ PAGES = {
     "gallery": ["Figure 1", "Figure 6", "claim"],
     "cite": ["Kalemaj", "Kasiviswanathan", "Ramdas", "@inproceedings"],
     "changelog": ["Changelog"],
+    "architecture": ["Imports point only downward", "A new mechanism", "A new basis",
+                     "A new backend", "Not done yet"],
 }
 
 
