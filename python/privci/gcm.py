@@ -222,7 +222,6 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
 
 # --------------------------------------------------------------------------- PrivGCM
 
-
 @accepts_data_frames
 def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
                       kernel_approximation="exact", n_features=512, feature_rng=None,
