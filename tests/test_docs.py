@@ -188,6 +188,16 @@ def test_no_page_loads_mathjax_from_a_cdn(site):
             assert cdn not in page, f"{os.path.relpath(path, out)}: {cdn}"
 
 
+def test_architecture_page_places_every_module():
+    """Every module of the package is in the architecture page's table of layers, so the
+    page cannot silently fall behind a new module."""
+    text = open(os.path.join(DOCS, "architecture.rst"), encoding="utf-8").read()
+    pkg = os.path.join(ROOT, "python", "privci")
+    missing = [f[:-3] for f in sorted(os.listdir(pkg))
+               if f.endswith(".py") and f"``{f[:-3]}``" not in text]
+    assert missing == [], f"docs/architecture.rst does not place: {missing}"
+
+
 def test_sensitivity_page_matches_the_package():
     """The constants quoted on the proofs page are the package's (sharp) constants."""
     text = open(os.path.join(DOCS, "sensitivity.rst"), encoding="utf-8").read()
