@@ -57,6 +57,7 @@ vignettes-quick: venvs
 
 # the documentation site (docs/, Sphinx): warnings are errors; nitpicky for privci's own
 # references (docs/_ext/privci_docs.py); -E rereads every page so no warning is skipped
+# MathJax is the docs extra's sphinx-mathjax-offline, copied into _static: no CDN
 docs: $(VENV_NP2)/.done
 	$(VENV_NP2)/bin/python -m sphinx -b html -E -W --keep-going -n docs docs/_build/html
 	@echo "documentation: $(CURDIR)/docs/_build/html/index.html"

@@ -41,6 +41,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax 3 copied into _static (the docs extra): pages typeset their formulas offline,
+    # with no CDN
+    "sphinx-mathjax-offline",
     "numpydoc",
     "privci_docs",
 ]

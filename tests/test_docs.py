@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("sphinx")
 pytest.importorskip("numpydoc")
 pytest.importorskip("pydata_sphinx_theme")
+pytest.importorskip("sphinx-mathjax-offline")   # MathJax served from the site (docs extra)
 
 import privci  # noqa: E402
 
@@ -44,6 +45,8 @@ PAGES = {
     "gallery": ["Figure 1", "Figure 6", "claim"],
     "cite": ["Kalemaj", "Kasiviswanathan", "Ramdas", "@inproceedings"],
     "changelog": ["Changelog"],
+    "architecture": ["Imports point only downward", "A new mechanism", "A new basis",
+                     "A new backend", "Not done yet"],
 }
 
 
@@ -152,6 +155,47 @@ def test_gallery_shows_the_committed_figures_and_claims_table(site):
     for script in os.listdir(os.path.join(ROOT, "vignettes")):
         if script.startswith("fig") and script.endswith(".py"):
             assert f"_generated/vignette_scripts/{script[:-3]}.html" in page
+
+
+PROOF_PAGES = ("sensitivity", "released_regression", "release_once", "privacy_model")
+
+
+@pytest.mark.parametrize("name", PROOF_PAGES)
+def test_proof_pages_typeset_their_math_offline(site, name):
+    """The proofs' formulas are Sphinx math (MathJax), and MathJax is served by the site
+    itself (the docs extra's sphinx-mathjax-offline), not from a CDN: the pages typeset
+    without network."""
+    _, out = site
+    page = _read(out, name)
+    assert page.count('class="math notranslate nohighlight"') >= 10, f"{name}: no math"
+    scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page)
+    mathjax = [s for s in scripts if "mathjax" in s.lower()]
+    assert mathjax, f"{name}: no MathJax script"
+    for src in mathjax:
+        assert "://" not in src and not src.startswith("//"), f"{name}: MathJax from {src}"
+        assert os.path.isfile(os.path.join(out, src)), f"{name}: {src} not in the site"
+
+
+def test_no_page_loads_mathjax_from_a_cdn(site):
+    _, out = site
+    for path in _all_pages(out):
+        with open(path, encoding="utf-8") as fh:
+            page = fh.read()
+        for src in re.findall(r'<script[^>]*\bsrc="([^"]+)"', page):
+            assert "://" not in src and not src.startswith("//"), \
+                f"{os.path.relpath(path, out)}: script from {src}"
+        for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "mathjax@"):
+            assert cdn not in page, f"{os.path.relpath(path, out)}: {cdn}"
+
+
+def test_architecture_page_places_every_module():
+    """Every module of the package is in the architecture page's table of layers, so the
+    page cannot silently fall behind a new module."""
+    text = open(os.path.join(DOCS, "architecture.rst"), encoding="utf-8").read()
+    pkg = os.path.join(ROOT, "python", "privci")
+    missing = [f[:-3] for f in sorted(os.listdir(pkg))
+               if f.endswith(".py") and f"``{f[:-3]}``" not in text]
+    assert missing == [], f"docs/architecture.rst does not place: {missing}"
 
 
 def test_sensitivity_page_matches_the_package():

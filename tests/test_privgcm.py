@@ -189,8 +189,8 @@ def test_budget_split_never_exceeds_epsilon_in_exact_arithmetic(total, spent):
     """center_epsilon + the products' epsilon <= epsilon exactly (1.0 - 0.1 rounds up in
     floating point), and the products' share is the largest float that allows it."""
     from fractions import Fraction
-    from privci.gcm import _remaining_budget
-    r = _remaining_budget(total, spent)
+    from privci._epsilon import remaining
+    r = remaining(total, spent)
     assert Fraction(r) + Fraction(spent) <= Fraction(total)
     assert Fraction(float(np.nextafter(r, np.inf))) + Fraction(spent) > Fraction(total)
     res = _krr_privgcm(X, Y, Z, epsilon=total, center_epsilon=spent, x_bound=1.0,

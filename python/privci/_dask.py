@@ -474,7 +474,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     from . import _spline as S
     from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, guarantee_text,
                            new_entropy)
-    from .gcm import _method_name
+    from ._stats import _method_name
     from .mechanisms import quiet
     from .results import PrivacyRecord, PrivateTestResult
 
@@ -579,8 +579,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_statistic,
                            guarantee_text, new_entropy)
     from .budget import _charge
-    from .gcm import (_GCMInputs, _check_assume_additive, _check_n_blocks, _check_regression,
-                      _method_name, _remaining_budget, _statistic_from_sums)
+    from ._epsilon import remaining
+    from ._params import _check_assume_additive, _check_n_blocks, _check_regression
+    from ._stats import _method_name, _statistic_from_sums
+    from ._transform import _GCMInputs
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult
@@ -596,7 +598,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if not eps_c < eps:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {center_epsilon!r} instead.")
-        eps_test = _remaining_budget(eps, eps_c)
+        eps_test = remaining(eps, eps_c)
     xd, yd, zd, n = _inputs(x, y, z)
     if regression == "krr":
         _need_rff(zd, kernel_approximation, "PrivGCM with regression='krr'")
@@ -769,7 +771,8 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     import dask.array as da
     from dask import delayed
 
-    from .gcm import _check_approximation, _method_name, _statistic_from_sums
+    from ._params import _check_approximation
+    from ._stats import _method_name, _statistic_from_sums
     from .regression import rff_frequencies
     from .results import GCMResult
 
@@ -835,7 +838,7 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
 
 def _crt_pass2(xb, yb, zb, xrb_block, mean_block, scale_block, spec, part_index):
     """PrivCRT on one partition: the partial statistics T_j (m + 1 sums)."""
-    from .crt import GaussianModelX, _private_x_residuals
+    from ._model_x import GaussianModelX, _private_x_residuals
     from .mechanisms import quiet
     nb = xb.shape[0]
     zz = np.zeros((nb, 0)) if zb is None else np.ascontiguousarray(zb)
@@ -863,7 +866,7 @@ def _crt_u(yb, yc, ybound):
 
 def _noisy_rank(parts, mode, sensitivity, epsilon, state):
     """Final task of PrivCRT: sum T, report-noisy-max on this worker; returns the rank."""
-    from .crt import _oriented
+    from ._stats import _oriented
     from .mechanisms import report_noisy_max
     stats = _sum_list(parts)
     scores = _kernels.rank_scores(_oriented(stats, mode), sensitivity)
@@ -892,8 +895,8 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
 
     from ._private import SEEDED_CAVEAT, guarantee_text, new_entropy
     from .budget import _charge
-    from .crt import GaussianModelX, _check_rowwise, _model_x_plan
-    from .gcm import _check_approximation
+    from ._model_x import GaussianModelX, _check_rowwise, _model_x_plan
+    from ._params import _check_approximation
     from .regression import _check_kind, crt_sensitivity, residual_bound, rff_frequencies
     from .results import PrivacyRecord, PrivateTestResult
 

@@ -154,6 +154,6 @@ def block_statistic(sums, counts, n_sim, mode, rng):
         else:
             p = _t_sf(-t, k - 1)
         return t, p, "t"
-    from .gcm import _statistic_from_products
+    from ._stats import _statistic_from_products
     stat, p = _statistic_from_products(np.ascontiguousarray(means), n_sim, mode, rng)
     return stat, p, "max|Z|"

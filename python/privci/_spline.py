@@ -63,6 +63,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._epsilon import remaining as _rest
 from .mechanisms import laplace_mechanism
 
 __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_BITS",
@@ -427,15 +428,6 @@ def _choose_design(n, d, p, q, epsilon, k, assume_additive, fit_shares, gram_sha
                   eps_test=eps_test, k=k, certified=level >= 0, assume_additive=assume_additive,
                   gram_share=g, predicted={"fit_share": f, "gram_share": g,
                                            "test_noise_var": tv, "fit_noise_var": fv})
-
-
-def _rest(total, spent):
-    """The largest float r with spent + r <= total in exact arithmetic."""
-    from fractions import Fraction
-    r = total - spent
-    while Fraction(r) + Fraction(spent) > Fraction(total):
-        r = float(np.nextafter(r, 0.0))
-    return r
 
 
 # --------------------------------------------------------------------------- row passes

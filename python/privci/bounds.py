@@ -70,12 +70,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Optional, Tuple
 
 import numpy as np
 
 from . import _validation as V
+from ._epsilon import equal_share as _split
 
 __all__ = ["ReleasedParameters", "candidate_grid", "private_quantile", "private_bounds",
            "private_scale", "UnreliableQuantileWarning", "DEFAULT_BOUND_QUANTILE", "MAD_TO_SD"]
@@ -487,14 +487,6 @@ def _abs_difference(a, b):
     """
     with np.errstate(all="ignore"):
         return np.minimum(np.abs(a - b), _MAX_FLOAT)
-
-
-def _split(epsilon, k):
-    """The largest float e with k * e <= epsilon in exact arithmetic."""
-    e = epsilon / k
-    while Fraction(e) * k > Fraction(epsilon):
-        e = float(np.nextafter(e, 0.0))
-    return e
 
 
 def _effective_bound_quantile(bound_quantile, n, epsilon_each, n_candidates):

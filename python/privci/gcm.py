@@ -7,94 +7,25 @@ Public functions: :func:`gcm`, :func:`gcm_from_residuals`,
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
 from . import _kernels, _validation as V
-from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, auto_n_blocks, block_counts,
-                       block_labels, block_statistic, block_sums, guarantee_text, new_entropy)
+from ._epsilon import remaining
 from ._frames import accepts_data_frames
+from ._params import (_check_approximation, _check_assume_additive, _check_n_blocks,
+                      _check_regression)
+from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_labels,
+                       block_statistic, block_sums, guarantee_text, new_entropy)
+from ._stats import DegenerateStatisticWarning, _method_name, _statistic_from_products
+from ._transform import _GCMInputs
 from .budget import _charge
 from .mechanisms import laplace_mechanism, quiet
-from .regression import (DEFAULT_CV_LAMBDAS, _check_kind, gcm_sensitivity, krr_cv_residuals,
-                         krr_residuals, residual_bound, rff_frequencies)
-from .results import GCMResult, PrivacyRecord, PrivateTestResult, ResidualProducts
+from .regression import (DEFAULT_CV_LAMBDAS, krr_cv_residuals, krr_residuals,
+                         rff_frequencies)
+from .results import GCMResult, PrivacyRecord, PrivateTestResult
 
 __all__ = ["gcm", "gcm_from_residuals", "residual_products", "privgcm",
            "DegenerateStatisticWarning"]
-
-DEFAULT_PRIVATE_CV_LAMBDAS = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
-
-
-class DegenerateStatisticWarning(RuntimeWarning):
-    """The residual products have zero variance, so the GCM statistic is undefined."""
-
-
-# --------------------------------------------------------------------------- statistic
-
-_SQRT2 = math.sqrt(2.0)
-
-
-def _pvalue_normal(stat, mode):
-    """Normal tail probability via erfc (accurate far into the tails)."""
-    if mode == 0:
-        return math.erfc(abs(stat) / _SQRT2)
-    if mode == 1:
-        return 0.5 * math.erfc(stat / _SQRT2)
-    return 0.5 * math.erfc(-stat / _SQRT2)
-
-
-def _statistic_from_sums(s1, s2, n, mode, stacklevel=3):
-    """Univariate GCM statistic and normal p-value from sum(R), sum(R^2) and n.
-
-    The same formula and degeneracy rule as :func:`_kernels.gcm_univariate` (used where
-    only the two sums are at hand, e.g. reduced over Dask partitions).
-    """
-    mean = s1 / n
-    var = s2 / n - mean * mean
-    if not var > _kernels.DEGENERATE_RTOL * (s2 / n):
-        warnings.warn("the residual products have zero variance, so the GCM statistic is "
-                      "undefined; returning statistic = nan and pvalue = nan.",
-                      DegenerateStatisticWarning, stacklevel=stacklevel)
-        return math.nan, math.nan
-    stat = math.sqrt(n) * mean / math.sqrt(var)
-    return stat, _pvalue_normal(stat, mode)
-
-
-def _statistic_from_products(prod, n_sim, mode, rng):
-    """GCM statistic and p-value from an (n, k) matrix of residual products.
-
-    k = 1: sqrt(n) mean / sd with a normal p-value.  k > 1: R's max statistic
-    with ``n_sim`` Gaussian multiplier draws from ``rng``.
-    """
-    n, k = prod.shape
-    if k == 1:
-        stat, sd = _kernels.gcm_univariate(prod[:, 0])
-        if not sd > 0:
-            warnings.warn("the residual products have zero variance, so the GCM statistic is "
-                          "undefined; returning statistic = nan and pvalue = nan.",
-                          DegenerateStatisticWarning, stacklevel=3)
-            return np.nan, np.nan
-        return float(stat), _pvalue_normal(stat, mode)
-    scaled, min_sd = _kernels.standardise_columns(prod)
-    if not min_sd > 0:
-        warnings.warn("a column of residual products has zero variance, so the GCM max "
-                      "statistic is undefined; returning statistic = nan and pvalue = nan.",
-                      DegenerateStatisticWarning, stacklevel=3)
-        return np.nan, np.nan
-    draws = rng.standard_normal((n_sim, n))
-    stat, sims = _kernels.gcm_max_statistic(scaled, draws, mode)
-    pval = (1.0 + np.count_nonzero(sims >= stat)) / (n_sim + 1.0)
-    return float(stat), float(pval)
-
-
-def _method_name(k, private=False):
-    base = "Generalised covariance measure test"
-    if private:
-        base = "Private generalised covariance measure test (PrivGCM)"
-    return base + (" (multivariate max statistic, multiplier bootstrap)" if k > 1 else "")
 
 
 def gcm_from_residuals(resid_x, resid_y, *, n_sim=499, alternative="two-sided", rng=None):
@@ -291,131 +222,6 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
 
 # --------------------------------------------------------------------------- PrivGCM
 
-def _check_approximation(kernel_approximation, n_features):
-    if kernel_approximation not in ("exact", "rff"):
-        raise ValueError("`kernel_approximation` must be 'exact' or 'rff'; "
-                         f"got {kernel_approximation!r} instead.")
-    if kernel_approximation == "rff":
-        return V.check_int(n_features, "n_features", 1)
-    return None
-
-
-def _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas, n):
-    """Validate ``ridge_lambda`` (a number, or the opt-in ``"cv"``); returns (lam, grid)."""
-    if isinstance(ridge_lambda, str):
-        if ridge_lambda != "cv":
-            raise ValueError("`ridge_lambda` must be a positive number or 'cv' (opt-in "
-                             f"tuning); got {ridge_lambda!r} instead.")
-        if kernel_approximation != "exact":
-            raise ValueError("`ridge_lambda='cv'` is only available with kernel_approximation='exact'.")
-        grid = DEFAULT_PRIVATE_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
-        grid = np.asarray(grid, dtype=np.float64).ravel()
-        if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
-            raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
-                             f"numbers; got {cv_lambdas!r} instead.")
-        V.check_min_n(n, 20, "ridge_lambda='cv' (10-fold cross-validation)")
-        return float(grid.min()), grid
-    return V.positive_finite(ridge_lambda, "ridge_lambda"), None
-
-
-class _GCMInputs:
-    """Validated inputs of the PrivGCM transformation (nothing computed from the data yet)."""
-
-    def __init__(self, x, y, z, x_bound, y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-                 kernel_approximation, n_features, feature_rng, x_center, y_center,
-                 sensitivity, min_n=2):
-        self.xa = V.as_data(x, "x", min_rows=1)
-        self.ya = V.as_data(y, "y", min_rows=1)
-        self.za = V.as_data(z, "z", allow_none=True, min_rows=1)
-        self.n = V.check_same_rows(x=self.xa, y=self.ya, z=self.za)
-        V.check_min_n(self.n, min_n, "PrivGCM")
-        self.p, self.q = self.xa.shape[1], self.ya.shape[1]
-        self.xb = V.positive_bounds(x_bound, "x_bound", self.p)
-        self.yb = V.positive_bounds(y_bound, "y_bound", self.q)
-        self.xc = V.public_centres(x_center, "x_center", self.p)
-        self.yc = V.public_centres(y_center, "y_center", self.q)
-        self.sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
-        self.kind = _check_kind(sensitivity)
-        self.kernel_approximation = kernel_approximation
-        self.n_features = _check_approximation(kernel_approximation, n_features)
-        self.feature_rng = V.check_rng(feature_rng) if kernel_approximation == "rff" else None
-        if self.za is None:
-            self.lam, self.grid = None, None
-        else:
-            self.lam, self.grid = _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas,
-                                                self.n)
-        # the certified bounds: |residual| <= rbound, L1 sensitivity of the products
-        if self.za is None:
-            self.rbound = 1.0
-            self.sensitivity = 2.0 * self.p * self.q
-        else:
-            self.rbound = residual_bound(self.lam, self.kind)
-            self.sensitivity = self.p * self.q * gcm_sensitivity(self.lam, self.kind)
-
-    def transform(self, centre_noise=None):
-        """Clip, scale, (privately re-centre), regress, clip residuals, multiply.
-
-        Returns (ResidualProducts, caveats, centre NoiseInfo or None).  Every warning and
-        floating-point message is silenced (:func:`privci.mechanisms.quiet`).
-        """
-        with quiet():
-            return self._transform(centre_noise)
-
-    def scaled(self, centre_noise=None):
-        """Clip and scale x and y (and privately re-centre): (U, x centres, y centres, info)."""
-        p, q, n = self.p, self.q, self.n
-        xc, yc = self.xc, self.yc
-        U = np.concatenate([_kernels.clip_scale(self.xa - xc, self.xb),
-                            _kernels.clip_scale(self.ya - yc, self.yb)], axis=1)
-        centre_info = None
-        if centre_noise is not None:
-            # Private re-centring (privgcm's center_epsilon): the column means of the
-            # clipped, scaled data (each in [-1, 1], so replacing one row moves the
-            # vector of p + q means by at most 2 (p + q) / n in L1) are released
-            # with Laplace noise; the released shift m is then public, and
-            # clip(U - m, -1, 1) keeps |u| <= 1, so the products' sensitivity holds.
-            eps_c, crng = centre_noise
-            means, centre_info = laplace_mechanism(U.mean(axis=0), 2.0 * (p + q) / n, eps_c,
-                                                   crng, value_bound=1.0)
-            U = np.clip(U - means, -1.0, 1.0)
-            xc = xc + self.xb * means[:p]
-            yc = yc + self.yb * means[p:]
-        return U, xc, yc, centre_info
-
-    def _transform(self, centre_noise):
-        p, q = self.p, self.q
-        U, xc, yc, centre_info = self.scaled(centre_noise)
-        caveats = []
-        if self.za is None:
-            resid = U
-        elif self.grid is not None:
-            resid, _, _ = krr_cv_residuals(self.za, U, self.sigma, self.grid, 10)
-            caveats.append("ridge_lambda was tuned by cross-validation on the private data "
-                           "(opt-in): the privacy guarantee does NOT cover the tuning step; "
-                           f"the sensitivity uses the grid minimum lambda = {self.lam:g}.")
-        else:
-            freqs = None
-            if self.kernel_approximation == "rff":
-                freqs = rff_frequencies(self.za.shape[1], self.n_features, self.sigma,
-                                        self.feature_rng)
-            resid = krr_residuals(self.za, U, self.sigma, self.lam,
-                                  kernel_approximation=self.kernel_approximation, freqs=freqs,
-                                  warn=False)
-        # |r| <= rbound is proved; clipping makes it exact in floating point (a per-row,
-        # 1-Lipschitz map: every bound of the proof still holds) and maps a non-finite
-        # value (none can arise) into the domain.
-        resid = np.clip(np.nan_to_num(resid, nan=0.0), -self.rbound, self.rbound)
-        prod = _kernels.residual_products(np.ascontiguousarray(resid[:, :p]),
-                                          np.ascontiguousarray(resid[:, p:]))
-        rp = ResidualProducts(products=prod if prod.shape[1] > 1 else prod[:, 0],
-                              sensitivity=self.sensitivity, ridge_lambda=self.lam,
-                              kernel_sigma=self.sigma, x_bound=self.xb, y_bound=self.yb,
-                              shape_xy=(p, q), kernel_approximation=self.kernel_approximation,
-                              x_center=xc, y_center=yc, residual_bound=self.rbound,
-                              sensitivity_kind=self.kind)
-        return rp, caveats, centre_info
-
-
 @accepts_data_frames
 def residual_products(x, y, z=None, *, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
                       kernel_approximation="exact", n_features=512, feature_rng=None,
@@ -506,73 +312,6 @@ def _finite(a):
     big = np.finfo(np.float64).max
     return np.ascontiguousarray(np.clip(np.nan_to_num(a, nan=0.0, posinf=big, neginf=-big),
                                         -big, big))
-
-
-def _remaining_budget(total, spent):
-    """The largest float r with spent + r <= total in exact arithmetic.
-
-    ``total - spent`` in floating point can round up (1.0 - 0.1 does), and
-    the two parts of a sequential composition would then add up to more than
-    ``total`` by an ulp.
-    """
-    from fractions import Fraction
-    r = total - spent
-    while Fraction(r) + Fraction(spent) > Fraction(total):
-        r = float(np.nextafter(r, 0.0))
-    return r
-
-
-def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
-    """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
-    if n_blocks is None:
-        if regression == "spline" and conditional:
-            raise ValueError("`n_blocks=None` (one block per row) is the paper's mechanism and "
-                             "needs regression='krr'; got regression='spline'.")
-        return n
-    if isinstance(n_blocks, str):
-        if n_blocks != "auto":
-            raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
-                             f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
-        return auto_n_blocks(n, conditional, regression)
-    k = V.check_int(n_blocks, "n_blocks", 2)
-    if k > n:
-        raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
-                         "instead.")
-    return k
-
-
-_KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", None),
-                 ("kernel_approximation", "exact"), ("n_features", 512), ("feature_rng", None),
-                 ("sensitivity", "paper"))
-
-
-def _check_regression(regression, conditional, given):
-    """``"spline"`` (default) or ``"krr"``; KRR-only options are refused with the spline fit."""
-    if regression not in ("spline", "krr"):
-        raise ValueError("`regression` must be 'spline' (the released spline fit, the "
-                         "default) or 'krr' (kernel ridge regression, the paper's mechanism); "
-                         f"got {regression!r} instead.")
-    if regression == "spline" and conditional:
-        for name, default in _KRR_DEFAULTS:
-            v = given[name]
-            same = (v is None and default is None) or (
-                v is not None and default is not None and not isinstance(v, np.ndarray)
-                and type(v) is not bool and v == default)
-            if not same:
-                raise ValueError(f"`{name}` applies to regression='krr' only; got {name}={v!r} "
-                                 "with regression='spline' (the default when z is given). Pass "
-                                 "regression='krr' for the kernel ridge regression.")
-    return regression
-
-
-def _check_assume_additive(assume_additive, spline):
-    if not isinstance(assume_additive, (bool, np.bool_)):
-        raise TypeError("`assume_additive` must be True or False; got "
-                        f"{assume_additive!r} instead.")
-    if assume_additive and not spline:
-        raise ValueError("`assume_additive=True` applies to the released spline fit "
-                         "(regression='spline' with z); got it with regression='krr' or "
-                         "without z.")
 
 
 def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_additive=False):
@@ -842,14 +581,14 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         if not eps_b < eps:
             raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                              f"it is part of; got {eps_b!r} instead.")
-        eps_test = _remaining_budget(eps_test, eps_b)
+        eps_test = remaining(eps_test, eps_b)
     if center_epsilon is not None:
         eps_c = V.positive_finite(center_epsilon, "center_epsilon")
         if not eps_c < eps_test:
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
                              f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
                              "instead.")
-        eps_test = _remaining_budget(eps_test, eps_c)
+        eps_test = remaining(eps_test, eps_c)
         centre_noise = (eps_c, user_rng)
     inp = _GCMInputs(x, y, z, 1.0 if auto["x_bound"] else x_bound,
                      1.0 if auto["y_bound"] else y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
@@ -901,8 +640,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         xy_items = n_auto * max(inp.p, inp.q)
         eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
         eps_zc = eps_z / 2.0 if (scale_auto and zc_auto) else eps_z
-        eps_zs = _remaining_budget(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
-        eps_b_rest = _remaining_budget(eps_b, eps_z) if xy_items else 0.0
+        eps_zs = remaining(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
+        eps_b_rest = remaining(eps_b, eps_z) if xy_items else 0.0
         if zc_auto:
             notes.append(_reliability("z_center", inp.n, eps_zc, d))
         if scale_auto:

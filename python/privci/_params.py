@@ -1,0 +1,96 @@
+"""Checks of the tests' parameters, shared by the in-memory and the Dask paths.
+
+The start of the parameter layer (issue 22): each function validates one option before
+any data are read and returns its normalised value, with a message that names the
+argument and what was received.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validation as V
+from ._private import auto_n_blocks
+
+
+DEFAULT_PRIVATE_CV_LAMBDAS = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+
+
+def _check_approximation(kernel_approximation, n_features):
+    if kernel_approximation not in ("exact", "rff"):
+        raise ValueError("`kernel_approximation` must be 'exact' or 'rff'; "
+                         f"got {kernel_approximation!r} instead.")
+    if kernel_approximation == "rff":
+        return V.check_int(n_features, "n_features", 1)
+    return None
+
+
+def _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas, n):
+    """Validate ``ridge_lambda`` (a number, or the opt-in ``"cv"``); returns (lam, grid)."""
+    if isinstance(ridge_lambda, str):
+        if ridge_lambda != "cv":
+            raise ValueError("`ridge_lambda` must be a positive number or 'cv' (opt-in "
+                             f"tuning); got {ridge_lambda!r} instead.")
+        if kernel_approximation != "exact":
+            raise ValueError("`ridge_lambda='cv'` is only available with kernel_approximation='exact'.")
+        grid = DEFAULT_PRIVATE_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
+        grid = np.asarray(grid, dtype=np.float64).ravel()
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
+            raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
+                             f"numbers; got {cv_lambdas!r} instead.")
+        V.check_min_n(n, 20, "ridge_lambda='cv' (10-fold cross-validation)")
+        return float(grid.min()), grid
+    return V.positive_finite(ridge_lambda, "ridge_lambda"), None
+
+
+def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
+    """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
+    if n_blocks is None:
+        if regression == "spline" and conditional:
+            raise ValueError("`n_blocks=None` (one block per row) is the paper's mechanism and "
+                             "needs regression='krr'; got regression='spline'.")
+        return n
+    if isinstance(n_blocks, str):
+        if n_blocks != "auto":
+            raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
+                             f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
+        return auto_n_blocks(n, conditional, regression)
+    k = V.check_int(n_blocks, "n_blocks", 2)
+    if k > n:
+        raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
+                         "instead.")
+    return k
+
+
+_KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", None),
+                 ("kernel_approximation", "exact"), ("n_features", 512), ("feature_rng", None),
+                 ("sensitivity", "paper"))
+
+
+def _check_regression(regression, conditional, given):
+    """``"spline"`` (default) or ``"krr"``; KRR-only options are refused with the spline fit."""
+    if regression not in ("spline", "krr"):
+        raise ValueError("`regression` must be 'spline' (the released spline fit, the "
+                         "default) or 'krr' (kernel ridge regression, the paper's mechanism); "
+                         f"got {regression!r} instead.")
+    if regression == "spline" and conditional:
+        for name, default in _KRR_DEFAULTS:
+            v = given[name]
+            same = (v is None and default is None) or (
+                v is not None and default is not None and not isinstance(v, np.ndarray)
+                and type(v) is not bool and v == default)
+            if not same:
+                raise ValueError(f"`{name}` applies to regression='krr' only; got {name}={v!r} "
+                                 "with regression='spline' (the default when z is given). Pass "
+                                 "regression='krr' for the kernel ridge regression.")
+    return regression
+
+
+def _check_assume_additive(assume_additive, spline):
+    if not isinstance(assume_additive, (bool, np.bool_)):
+        raise TypeError("`assume_additive` must be True or False; got "
+                        f"{assume_additive!r} instead.")
+    if assume_additive and not spline:
+        raise ValueError("`assume_additive=True` applies to the released spline fit "
+                         "(regression='spline' with z); got it with regression='krr' or "
+                         "without z.")
