@@ -68,7 +68,7 @@ def oracle_test(data):
 def test_pc_recovers_the_cpdag_with_an_oracle_and_charges_each_test_once():
     data = four_node()
     test = oracle_test(data)
-    res = pc(data, epsilon=2.0, bounds=BOUNDS, test=test)
+    res = pc(data, epsilon=2.0, bounds=BOUNDS, test=test, method="per-test")
     edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
     assert edges == TRUE_SKELETON
     np.testing.assert_array_equal(res.adjacency, res.adjacency.T)
@@ -88,7 +88,7 @@ def test_pc_recovers_the_cpdag_with_an_oracle_and_charges_each_test_once():
 
 def test_pc_on_the_four_node_dag_with_privgcm_never_exceeds_epsilon():
     data = four_node()
-    res = pc(data, epsilon=10.0, bounds=BOUNDS, rng=3)
+    res = pc(data, epsilon=10.0, bounds=BOUNDS, rng=3, method="per-test")
     assert res.budget.spent <= 10.0 and res.budget.epsilon == 10.0
     assert res.adjacency.dtype == bool and res.adjacency.shape == (4, 4)
     assert not res.adjacency.diagonal().any()
@@ -101,15 +101,17 @@ def test_pc_on_the_four_node_dag_with_privgcm_never_exceeds_epsilon():
 def test_pc_with_an_outer_budget_charges_the_run_once():
     outer = PrivacyBudget(epsilon=3.0)
     res = pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()),
-             budget=outer)
+             budget=outer, method="per-test")
     assert outer.spent == 2.0 and len(outer.ledger) == 1
     assert "outer budget" in res.guarantee
     with pytest.raises(BudgetExceededError):
-        pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()), budget=outer)
+        pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()), budget=outer,
+           method="per-test")
 
 
 def test_pc_zcdp_run():
-    res = pc(four_node(), epsilon=2.0, delta=1e-6, bounds=BOUNDS, test=oracle_test(four_node()))
+    res = pc(four_node(), epsilon=2.0, delta=1e-6, bounds=BOUNDS, test=oracle_test(four_node()),
+             method="per-test")
     assert res.budget.composition == "zcdp" and res.budget.spent <= 2.0
     assert "(2, 1e-06)-DP" in res.guarantee
 
@@ -127,9 +129,13 @@ def test_pc_zcdp_run():
     ({"x_bound": 3.0}, TypeError, "x_bound"),
 ])
 def test_pc_validation(kwargs, exc, match):
-    args = {"epsilon": 1.0, "bounds": BOUNDS, **kwargs}
+    outer = PrivacyBudget(epsilon=10.0)
+    args = {"epsilon": 1.0, "bounds": BOUNDS, "method": "per-test", **kwargs}
+    if "budget" not in kwargs:
+        args["budget"] = outer
     with pytest.raises(exc, match=match):
         pc(four_node(), **args)
+    assert outer.ledger == []
 
 
 def test_pc_rejects_bad_data():
@@ -350,7 +356,8 @@ def test_pgmpy_labels_are_labels_not_positions():
 @pytest.mark.parametrize("split", ["levels", "halves", "tests"])
 def test_every_split_rule_recovers_the_oracle_graph_within_budget(split):
     data = four_node()
-    res = pc(data, epsilon=1.0, bounds=BOUNDS, test=oracle_test(data), split=split)
+    res = pc(data, epsilon=1.0, bounds=BOUNDS, test=oracle_test(data), split=split,
+             method="per-test")
     edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
     assert edges == TRUE_SKELETON and res.budget.spent <= 1.0
     assert not res.refused and all(e > 0 for e in res.level_epsilon.values())
@@ -376,7 +383,7 @@ def test_public_z_options_reach_each_conditional_test(monkeypatch):
     x1 = x0 + 0.3 * rng.normal(size=3000)
     data = np.column_stack([x0, 2.0 * x1, 3.0 * (x1 + 0.3 * rng.normal(size=3000))]) / 4
     pc(data, epsilon=300.0, bounds=2.0, rng=1, z_center=[0.0, 0.5, -0.5],
-       z_scale=[1.0, 2.0, 3.0])
+       z_scale=[1.0, 2.0, 3.0], method="per-test")
     assert any(s[0] is None for s in seen) and any(s[0] is not None for s in seen)
     for d, zc, zs in seen:
         if d is None:

@@ -180,7 +180,8 @@ def test_no_raw_data_retained():
     assert all(s[0] != n for s in seen if len(s))
     assert set(vars(tab)) == {"_grams", "names", "bounds", "centers", "knots", "block_rows",
                               "n", "epsilon", "sensitivity", "noise_scale", "mechanism",
-                              "hardened", "_boot_seed", "n_queries", "_groups", "privacy"}
+                              "hardened", "_boot_seed", "n_queries", "_groups", "privacy",
+                              "auto_epsilon"}
 
 
 # --- level and power ----------------------------------------------------------------------

@@ -377,8 +377,13 @@ class PCResult:
         The total epsilon of the run; ``budget.spent`` never exceeds it.
     alpha : float
     budget : PrivacyBudget
-        The run's budget, with its ledger (one record per released test).
+        The run's budget, with its ledger (one record per released test, or one
+        record for the release).
     guarantee : str
+    caveats : tuple of str
+    table : ReleasedTable or None
+        ``method="release"``: the release the run was answered from (further
+        queries are free); None for the per-test path.
     """
 
     adjacency: np.ndarray
@@ -394,6 +399,7 @@ class PCResult:
     budget: PrivacyBudget
     guarantee: str
     caveats: Tuple[str, ...] = field(default=())
+    table: object = None
 
     def edges(self):
         """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--"."""
@@ -429,6 +435,41 @@ def _candidate_sets(adj_sets, i, j, order):
 def _count_sets(adj_sets, i, j, order):
     a, b = adj_sets[i] - {j}, adj_sets[j] - {i}
     return math.comb(len(a), order) + math.comb(len(b), order) - math.comb(len(a & b), order)
+
+
+def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
+    """PC-stable's skeleton search, shared by every path of :func:`pc`.
+
+    ``ask(i, j, S)`` returns ``(p_value, may_remove)``: the edge i - j is removed, with
+    separating set S, at the first candidate set whose p-value exceeds ``alpha`` and
+    which ``may_remove``.  ``before_order(order, plan, adj_sets, edges)`` is called at
+    the start of each order (the per-test path plans its epsilon there).  Adjacencies
+    are frozen within an order (PC-stable).  Returns (adjacency, sepsets, orders run).
+    """
+    top = p - 2 if top is None else min(top, p - 2)
+    adj = ~np.eye(p, dtype=bool)
+    sepsets, orders = {}, []
+    for order in range(top + 1):
+        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
+        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
+        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
+        plan = [(i, j, c) for i, j, c in plan if c]
+        if not plan:
+            break
+        orders.append(order)
+        if before_order is not None:
+            before_order(order, plan, adj_sets, edges)
+        removed = []
+        for i, j, cands in plan:
+            for s in cands:
+                pv, may_remove = ask(i, j, s)
+                if may_remove and pv > alpha:
+                    removed.append((i, j))
+                    sepsets[(i, j)] = tuple(s)
+                    break
+        for i, j in removed:
+            adj[i, j] = adj[j, i] = False
+    return adj, sepsets, orders
 
 
 def _orient(adj, sepsets):
@@ -484,18 +525,29 @@ def _orient(adj, sepsets):
     return g
 
 
-def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=None,
-       max_order=None, split="levels", delta=None, composition=None, budget=None,
-       on_exhausted="dependent", method="per-test", **test_options):
+def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=None,
+       max_order=None, budget=None, test="privgcm", split="levels", delta=None,
+       composition=None, on_exhausted="dependent", **options):
     """Private PC: the skeleton and CPDAG of a causal graph from private CI tests.
 
     PC-stable (Colombo and Maathuis 2014): for orders l = 0, 1, ..., with the
     adjacencies frozen at the start of each order, every remaining edge
     i - j is tested against the conditioning sets of size l drawn from
     adj(i) \\ {j} and adj(j) \\ {i}; the first test with p > alpha removes
-    the edge and records its separating set.  Every test is a private test
-    (PrivGCM) charged to a :class:`~privci.budget.PrivacyBudget` of total
-    ``epsilon`` before it reads the data; the graph is post-processing.
+    the edge and records its separating set.  The graph is post-processing of
+    the private answers, so the run is ``epsilon``-DP under the replacement of
+    one row.
+
+    Two ways to spend ``epsilon``:
+
+    - ``method="release"`` (default): one :func:`privci.release` of the whole
+      table with the total ``epsilon``; every test is post-processing of it, so
+      the number of tests costs nothing.  A test that is not trusted (its fit
+      check failed, or the noise swamps a released residual variance) never
+      removes an edge (``untrusted="keep"``).
+    - ``method="per-test"``: every test is a PrivGCM test (or ``test``), charged
+      to a :class:`~privci.budget.PrivacyBudget` of total ``epsilon`` before it
+      reads the data, with epsilon split over the tests by ``split``.
 
     Parameters
     ----------
@@ -503,56 +555,65 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         The private data (rows are individuals).
     epsilon : float
         Total privacy budget of the run (> 0).
-    bounds : float or sequence of p floats
-        Public bounds per column (fixed before seeing the data).
-    centers : float or sequence of p floats, default 0.0
-        Public centres per column.
+    bounds : float, sequence of p floats, or "auto"
+        Public bounds per column (fixed before seeing the data): column k is
+        clipped to ``centers[k] +- bounds[k]``.  ``"auto"`` (``method="release"``
+        only): released privately with a share ``auto_share`` (default 0.1) of
+        ``epsilon``.  Columns far from ``centers`` with too small bounds are
+        clipped: the result's ``caveats`` name columns whose released share of
+        rows at the bounds is above 5%.
+    centers : float, sequence of p floats, or "auto", default 0.0
+        Public centres per column (``"auto"``: private medians, ``method="release"``
+        only).
     alpha : float, default 0.05
         Level of each test.
-    test : "privgcm" or callable, default "privgcm"
-        See :class:`PrivateCITest`.
+    method : {"release", "per-test"}, default "release"
     rng : None, int or numpy Generator
-        None: hardened OpenDP noise.  Given: reproducible numpy noise.
+        None: hardened OpenDP noise.  Given: reproducible numpy noise
+        (simulations only).
     max_order : int, optional
         Largest conditioning set (default p - 2).
-    split : {"levels", "halves", "tests"}, default "levels"
-        The public rule that splits the total over the tests (below).
-    delta, composition : optional
-        ``composition="zcdp"`` with ``delta`` accounts by zCDP and makes the
-        run (epsilon, delta)-DP (see :class:`~privci.budget.PrivacyBudget`).
     budget : PrivacyBudget, optional
         An outer (pure-DP) budget of the data set: the whole run is charged
-        to it as one epsilon-DP release before it starts.
-    on_exhausted : {"dependent", "raise", "independent"}, default "dependent"
-        What a test the run's budget cannot pay for answers (without
-        touching the data): "dependent" keeps the edge.  The split rule
-        never plans more than the budget, so this only matters for the
-        last, rounded tests.
-    method : {"per-test", "release"}, default "per-test"
-        ``"release"``: one :func:`privci.release` of the whole table with the total
-        ``epsilon``; every test is post-processing of it (``test``, ``split``,
-        ``delta``, ``composition`` and ``on_exhausted`` do not apply; ``test_options``
-        may hold ``blocks``, ``knots`` and ``untrusted``).  Its level is measured in
-        ``vignettes/release_once_pc.py``, not proved; the per-test path stays the
-        default until it is validated on the level stress classes.
-    **test_options
-        Passed to the test (``ridge_lambda``, ``kernel_sigma``, ...).
+        to it as one epsilon-DP release before it starts (after every option
+        is validated).
+    test, split, delta, composition, on_exhausted
+        ``method="per-test"`` only (passing them with ``method="release"`` is an
+        error).  ``test``: "privgcm" or a callable (see :class:`PrivateCITest`);
+        ``split`` in {"levels", "halves", "tests"}: the public rule that splits
+        ``epsilon`` over the tests (Notes); ``composition="zcdp"`` with ``delta``
+        accounts by zCDP (an (epsilon, delta)-DP run); ``on_exhausted`` in
+        {"dependent", "raise", "independent"} (default "dependent", as in the
+        adapters): what a test the run's budget cannot pay for answers, without
+        touching the data ("dependent" keeps the edge).
+    **options
+        ``method="release"``: ``blocks``, ``knots``, ``responses``
+        (``"quadratic"`` or ``"linear"``, see :meth:`ReleasedTable.test
+        <privci.release.ReleasedTable.test>`), ``untrusted`` (``"keep"`` or
+        ``"use"``) and ``auto_share``.  ``method="per-test"``: options of the
+        test, e.g. for PrivGCM's default spline fit public ``z_center`` /
+        ``z_scale`` (without them every conditional test spends 10% of its
+        epsilon releasing them), or ``regression="krr"`` with ``ridge_lambda``
+        and ``kernel_sigma``.  Every option is checked before anything is
+        charged; an unknown or inapplicable option raises.
 
     Returns
     -------
     PCResult
         ``adjacency`` (bool, symmetric), ``directed`` (the CPDAG in
-        causal-learn's encoding), ``sepsets``, the released ``pvalues``,
-        the ``budget`` with its ledger, and the ``guarantee``.
+        causal-learn's encoding), ``sepsets``, the ``pvalues``, the ``budget``
+        with its ledger, the ``guarantee`` and ``caveats``; with
+        ``method="release"`` also ``table``, the :class:`ReleasedTable
+        <privci.release.ReleasedTable>` (ask it further questions for free).
 
     Notes
     -----
-    The split rule is public: it depends on ``epsilon``, ``max_order`` and
-    the graph released so far (post-processing), never on the data
-    directly.  At the start of order l, with K_l the number of distinct
-    tests planned at that order (cached questions are free) and L the
-    highest order still possible (max_order, and one less than the largest
-    degree of the current skeleton):
+    The per-test split rule is public: it depends on ``epsilon``,
+    ``max_order`` and the graph released so far (post-processing), never on
+    the data directly.  At the start of order l, with K_l the number of
+    distinct tests planned at that order (cached questions are free) and L
+    the highest order still possible (max_order, and one less than the
+    largest degree of the current skeleton):
 
     - ``"levels"``: order l gets a share 1 / (L - l + 1) of what remains,
       split evenly over its K_l tests;
@@ -563,42 +624,54 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
 
     Tests skipped because their edge was already removed leave their
     epsilon for later orders; the budget's filter guarantees the total is
-    never exceeded (fully adaptive composition: each epsilon may depend on
-    earlier released answers).
-
-    Priv-PC's sieve-and-examine (sparse-vector screening) is not
-    implemented here.
+    never exceeded (fully adaptive composition).  The per-test path needs
+    much more epsilon than the release for the same graph (the documentation
+    page "Private causal discovery" has the measured F1).  Priv-PC's
+    sieve-and-examine (sparse-vector screening) is not implemented.
 
     Examples
     --------
     >>> import numpy as np
     >>> from privci.causal import pc
-    >>> rng = np.random.default_rng(1)
-    >>> a = rng.normal(size=2000); b = rng.normal(size=2000)
-    >>> c = a + b + 0.5 * rng.normal(size=2000)
-    >>> res = pc(np.column_stack([a, b, c]), epsilon=300.0, bounds=4.0, rng=2)
+    >>> rng = np.random.default_rng(2)
+    >>> a = rng.normal(size=5000); b = rng.normal(size=5000)
+    >>> c = (a + b) / 1.5 + 0.5 * rng.normal(size=5000)
+    >>> res = pc(np.column_stack([a, b, c]), epsilon=5.0, bounds=4.0, rng=2)
     >>> res.adjacency.astype(int)
     array([[0, 0, 1],
            [0, 0, 1],
            [1, 1, 0]])
     >>> res.edges()
     [(0, '->', 2), (1, '->', 2)]
-    >>> res.budget.spent <= 300.0
-    True
+    >>> len(res.budget.ledger), res.budget.spent <= 5.0
+    (1, True)
     """
     if method == "release":
-        from .release import _pc_release
+        from .release import RELEASE_PC_OPTIONS, _pc_release
 
-        extra = set(test_options) - {"blocks", "knots", "untrusted"}
-        if extra or test != "privgcm" or split != "levels" or delta is not None \
-                or composition is not None:
-            raise ValueError("method='release' takes no per-test options (test, split, delta, "
-                             f"composition, {sorted(extra) or 'test options'}); only blocks, "
-                             "knots and untrusted.")
+        extra = sorted(set(options) - set(RELEASE_PC_OPTIONS))
+        given = [name for name, value, default in (
+            ("test", test, "privgcm"), ("split", split, "levels"), ("delta", delta, None),
+            ("composition", composition, None), ("on_exhausted", on_exhausted, "dependent"))
+            if not (value is default or (isinstance(value, str) and value == default))]
+        if extra or given:
+            raise ValueError(f"method='release' does not take {extra + given}: its options "
+                             f"are {list(RELEASE_PC_OPTIONS)} (per-test options need "
+                             "method='per-test').  Nothing was charged.")
         return _pc_release(data, epsilon=epsilon, bounds=bounds, centers=centers, alpha=alpha,
-                           rng=rng, max_order=max_order, budget=budget, **test_options)
+                           rng=rng, max_order=max_order, budget=budget, **options)
     if method != "per-test":
-        raise ValueError(f"`method` must be 'per-test' or 'release'; got {method!r} instead.")
+        raise ValueError(f"`method` must be 'release' or 'per-test'; got {method!r} instead.")
+    test_options = options
+    for name, value in (("bounds", bounds), ("centers", centers)):
+        if isinstance(value, str):
+            raise ValueError(f"`{name}={value!r}` is supported by method='release' (the default) "
+                             "only; for the per-test path release them first with "
+                             "privci.bounds.private_bounds (its epsilon counts too).  Nothing "
+                             "was charged.")
+    if on_exhausted not in _ON_EXHAUSTED:
+        raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
+                         f"{on_exhausted!r} instead.")
     X, names = _as_matrix(data)
     n, p = X.shape
     eps_total = V.positive_finite(epsilon, "epsilon")
@@ -622,15 +695,10 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         budget.charge(eps_total, test="privci.causal.pc",
                       details=f"PC on {p} columns, all tests of the run")
 
-    adj = ~np.eye(p, dtype=bool)
-    sepsets, level_eps, refused = {}, {}, []
-    for order in range(top + 1):
-        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
-        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
-        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
-        plan = [(i, j, c) for i, j, c in plan if c]
-        if not plan:
-            break
+    level_eps, refused = {}, []
+    state = {"eps": 0.0}
+
+    def before_order(order, plan, adj_sets, edges):
         k_now = sum(1 for i, j, c in plan for s in c if not tester.is_cached(i, j, s))
         if k_now == 0:
             eps_l = 0.0
@@ -646,20 +714,16 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
                             for i, j in edges)
                 share = k_now / (k_now + later)
             eps_l = run_budget.per_test_epsilon(k_now, share=min(1.0, share))
-        level_eps[order] = eps_l
-        removed = []
-        for i, j, cands in plan:
-            for s in cands:
-                cached = tester.is_cached(i, j, s)
-                pv = tester.pvalue(i, j, s, epsilon=eps_l)
-                if not cached and not tester._cache[tester.key(i, j, s)].released:
-                    refused.append((i, j, s))
-                if pv > alpha:
-                    removed.append((i, j))
-                    sepsets[(i, j)] = s
-                    break
-        for i, j in removed:
-            adj[i, j] = adj[j, i] = False
+        level_eps[order] = state["eps"] = eps_l
+
+    def ask(i, j, s):
+        cached = tester.is_cached(i, j, s)
+        pv = tester.pvalue(i, j, s, epsilon=state["eps"])
+        if not cached and not tester._cache[tester.key(i, j, s)].released:
+            refused.append((i, j, s))
+        return pv, True
+
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top, before_order=before_order)
     directed = _orient(adj, sepsets)
     pvalues = {k: a.pvalue for k, a in tester._cache.items() if a.released}
     joint = (f"{eps_total:g}-DP" if run_budget.composition == "pure"

@@ -80,6 +80,26 @@ DEFAULT_BLOCKS = 1
 N_BOOT = 200
 CERTIFY_SHARE = 0.5
 MIN_SNR = 10.0               # released mass of a hat group, in noise sds
+# response functions of x_i and x_j (powers of the clipped, scaled column)
+_RESPONSES = {"linear": (1,), "quadratic": (1, 2)}
+# bounds="auto" / centers="auto": a share of epsilon releases private medians and the
+# AUTO_QUANTILE quantile of |x - centre|; the bound is AUTO_WIDTH times that quantile
+# (about 4 standard deviations for a normal column, the scale the release was measured on)
+AUTO_SHARE = 0.1
+AUTO_QUANTILE = 0.9
+AUTO_WIDTH = 2.5
+CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+def _check_auto_share(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not 0.0 < float(value) < 1.0:
+        raise ValueError(f"`auto_share` must be a number in (0, 1); got {value!r} instead.")
+    return float(value)
 
 
 def release_sensitivity(n_vars):
@@ -177,12 +197,15 @@ class ReleasedTestResult:
     Attributes
     ----------
     statistic : float
-        t (``blocks >= 2``, on ``blocks - 1`` degrees of freedom) or z (``blocks == 1``).
+        t (``blocks >= 2``, on ``blocks - 1`` degrees of freedom) or z (``blocks == 1``)
+        of the response pair with the smallest p-value.
     pvalue : float
-        Two-sided; 1.0 when the released statistics cannot support the query.
+        Two-sided, Bonferroni over the response pairs; 1.0 when the released
+        statistics cannot support the query.
     statistic_name : str
     partial_covariance : float
-        T / n, the released estimate of E[r_i r_j] on the scaled columns.
+        T / n for the linear pair (u_i, u_j), the released estimate of E[r_i r_j] on the
+        scaled columns.
     allowance_share : float
         The fit check: the share of the variance taken by the fit allowance B^2.
     fit_ok : bool
@@ -194,6 +217,12 @@ class ReleasedTestResult:
     query : tuple
         (i, j, S) as column names.
     caveats : tuple of str
+    variance_parts : dict
+        The parts of the variance of each statistic (sampling, noise bootstrap,
+        allowance), one entry per response pair.
+    component_pvalues : tuple of float
+        The p-value of each response pair (one for ``responses="linear"``, four for
+        ``"quadratic"``); ``pvalue`` is their Bonferroni combination.
     """
 
     statistic: float
@@ -206,6 +235,7 @@ class ReleasedTestResult:
     query: tuple
     caveats: Tuple[str, ...] = field(default=())
     variance_parts: dict = field(default_factory=dict)
+    component_pvalues: Tuple[float, ...] = field(default=())
 
 
 class ReleasedTable:
@@ -218,7 +248,7 @@ class ReleasedTable:
 
     def __init__(self, *, grams, names, bounds, centers, knots, block_rows, epsilon,
                  sensitivity, noise_scale, mechanism, hardened, charge_statement,
-                 boot_seed):
+                 boot_seed, auto_epsilon=0.0):
         self._grams = grams                      # (k, p_f, p_f) released, symmetric
         self.names = list(names)
         self.bounds = np.asarray(bounds, dtype=float)
@@ -232,6 +262,7 @@ class ReleasedTable:
         self.mechanism = mechanism
         self.hardened = bool(hardened)
         self._boot_seed = boot_seed
+        self.auto_epsilon = float(auto_epsilon)
         self.n_queries = 0
         self._groups = [self._groups_for(v) for v in range(len(self.names))]
         self.privacy = {
@@ -240,7 +271,10 @@ class ReleasedTable:
             "sensitivity": self.sensitivity,
             "noise_scale": self.noise_scale,
             "blocks": len(self.block_rows),
-            "composition": ("one epsilon-DP release: the Laplace mechanism on the upper "
+            "auto_epsilon": self.auto_epsilon,
+            "composition": (("private centres/bounds (epsilon "
+                             f"{self.auto_epsilon:g}), then " if self.auto_epsilon else "")
+                            + "one epsilon-DP release: the Laplace mechanism on the upper "
                             "triangle of each row block's Gram matrix (L1 sensitivity "
                             f"{self.sensitivity:g} = V^2 + V), disjoint blocks (parallel "
                             "composition), replacement of one row"),
@@ -327,6 +361,31 @@ class ReleasedTable:
             [list(range(hi, K1))]
         return groups
 
+    def edge_share(self, v):
+        """The released share of rows in the outer hats of column v (post-processing).
+
+        The mass of the first and last hat (1_k^T G 1 over the hats of v) over n: at least
+        the share of rows clipped at -bound or +bound, plus the rows within one knot of
+        them.  A large value means the bounds or centres do not fit the column.
+        """
+        v = self._index(v, "v")
+        K1 = self.knots + 1
+        G = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1]
+        return float(max(0.0, G[0].sum() + G[-1].sum()) / self.n)
+
+    @property
+    def caveats(self):
+        """Public caveats about the release (e.g. columns that sit at their bounds)."""
+        out = []
+        for v, name in enumerate(self.names):
+            sh = self.edge_share(v)
+            if sh > CLIP_WARN:
+                out.append(f"column {name!r}: about {sh:.0%} of the rows are at or near its "
+                           "clipping bound (released); the bounds or centres do not fit this "
+                           "column (standardise with public constants, or use "
+                           "bounds='auto', centers='auto').")
+        return tuple(out)
+
     def active_range(self, v):
         """The released clipping range (t_lo, t_hi) of column v on the scaled axis [-1, 1]."""
         v = self._index(v, "v")
@@ -334,19 +393,21 @@ class ReleasedTable:
         t = np.linspace(-1.0, 1.0, self.knots + 1)
         return float(t[g[0][-1]]), float(t[g[-1][0]])
 
-    def _design(self, a, b, ss):
-        """Columns of C (feature space): u_a, u_b (clipped to the active ranges), then the
-        regressors (the grouped hats of the columns in S, or a constant)."""
+    def _design(self, a, b, ss, powers=(1,)):
+        """Columns of C (feature space): the response functions of column a (u_a^k for k in
+        ``powers``, u_a clipped to its active range), the same for b, then the regressors
+        (the grouped hats of the columns in S, or a constant)."""
         K1 = self.knots + 1
         pf = len(self.names) * K1
         t = np.linspace(-1.0, 1.0, K1)
         cols = []
         for v in (a, b):
-            c = np.zeros(pf)
-            for g in self._groups[v]:
-                knot = t[g[-1]] if g[0] == 0 else t[g[0]]
-                c[[v * K1 + k for k in g]] = knot
-            cols.append(c)
+            for power in powers:
+                c = np.zeros(pf)
+                for g in self._groups[v]:
+                    knot = t[g[-1]] if g[0] == 0 else t[g[0]]
+                    c[[v * K1 + k for k in g]] = knot ** power
+                cols.append(c)
         if not ss:
             c = np.zeros(pf)
             c[a * K1:(a + 1) * K1] = 1.0            # the constant (the hats sum to 1)
@@ -372,59 +433,74 @@ class ReleasedTable:
         return np.column_stack(cols), pen
 
     @staticmethod
-    def _stat(M, pen, lam, floor):
-        """Bilinear forms of the residuals: (T_ab, T_aa, T_bb) for M of shape (..., q, q)."""
-        Mz = M[..., 2:, 2:]
+    def _stat(M, pen, lam, floor, nr=2):
+        """Residual maps of the ``nr`` responses: c of shape (..., q, nr) with c^T M c the
+        Gram matrix of the residuals, for M of shape (..., q, q)."""
+        Mz = M[..., nr:, nr:]
         w, Vv = np.linalg.eigh(Mz + lam * pen)
         w = np.maximum(w, floor)
         inv = (Vv / w[..., None, :]) @ np.swapaxes(Vv, -1, -2)
-        beta = inv @ M[..., 2:, :2]                     # (..., qz, 2)
+        beta = inv @ M[..., nr:, :nr]                     # (..., qz, nr)
         q = M.shape[-1]
-        c = np.zeros(M.shape[:-2] + (q, 2))
-        c[..., 0, 0] = 1.0
-        c[..., 1, 1] = 1.0
-        c[..., 2:, :] = -beta
+        c = np.zeros(M.shape[:-2] + (q, nr))
+        for r in range(nr):
+            c[..., r, r] = 1.0
+        c[..., nr:, :] = -beta
         return c
 
-    def test(self, i, j, S=(), *, alpha=None):
+    def test(self, i, j, S=(), *, responses="quadratic", alpha=None):
         """Test column i independent of column j given the columns S (post-processing only).
 
         Parameters
         ----------
         i, j : column name or index
         S : sequence of column names or indices, or one of them
+        responses : {"quadratic", "linear"}, default "quadratic"
+            The functions of x_i and x_j whose residual covariance is tested.
+            ``"linear"``: the clipped u_i and u_j (one statistic; no power against a
+            dependence with zero correlation, such as y = x^2).  ``"quadratic"``: the
+            four pairs of {u_i, u_i^2} x {u_j, u_j^2}, each with its own statistic, and
+            the Bonferroni p-value min(1, 4 min_k p_k).  Both are post-processing of the
+            same release.
         alpha : ignored (kept for adapters); the p-value is returned.
 
         Returns
         -------
         ReleasedTestResult
         """
+        if responses not in _RESPONSES:
+            raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
+                             f"{responses!r} instead.")
         a, b, ss = self._key(i, j, S)
-        C, pen = self._design(a, b, ss)
+        powers = _RESPONSES[responses]
+        m = len(powers)
+        nr = 2 * m
+        pairs = [(r, m + t) for r in range(m) for t in range(m)]
+        ra = np.array([r for r, _ in pairs])
+        rb = np.array([t for _, t in pairs])
+        C, pen = self._design(a, b, ss, powers)
         k = self.blocks
         Mb = np.einsum("pq,kpr,rs->kqs", C, self._grams, C, optimize=True)
         M = Mb.sum(axis=0)
-        q = M.shape[0]
+        q = M.shape[0] - nr + 2          # as with one response per side
         pooled_scale = self.noise_scale * math.sqrt(k)
         lam = pooled_scale * math.sqrt(q)
         floor = lam
-        c_pen = self._stat(M, pen, lam, floor)
-        c_free = self._stat(M, 0.0 * pen, lam, floor)
+        c_pen = self._stat(M, pen, lam, floor, nr)
+        c_free = self._stat(M, 0.0 * pen, lam, floor, nr)
 
-        def forms(Ms, c):
-            T_ab = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 1])
-            T_aa = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 0])
-            T_bb = np.einsum("...q,...qs,...s->...", c[..., 1], Ms, c[..., 1])
-            return T_ab, T_aa, T_bb
+        def gram(Ms, c):
+            return np.einsum("...qr,...qs,...st->...rt", c, Ms, c, optimize=True)
 
-        T, Taa, Tbb = forms(M, c_pen)
-        T_free = forms(M, c_free)[0]
-        B = T - T_free
+        G = gram(M, c_pen)
+        T = G[ra, rb]
+        Taa, Tbb = G[ra, ra], G[rb, rb]
+        B = T - gram(M, c_free)[ra, rb]
         names = (self.names[a], self.names[b], tuple(self.names[s] for s in ss))
-        caveats = []
-        rng = np.random.default_rng(self._boot_seed + 7919 * self.n_queries)
+        # the bootstrap's seed is a function of the query: a repeated or mirrored query
+        # gets the same answer
+        rng = np.random.default_rng([self._boot_seed, min(a, b), max(a, b), *ss])
         self.n_queries += 1
-        iu = np.triu_indices(C.shape[0])
         # parametric bootstrap over the released noise scale, on the used features only
         used = np.flatnonzero(np.any(C != 0, axis=1))
         Cu = C[used]
@@ -434,48 +510,58 @@ class ReleasedTable:
         E[:, iu_u[0], iu_u[1]] = rng.laplace(0.0, pooled_scale, (nb, iu_u[0].size))
         E = E + np.triu(E, 1).swapaxes(-1, -2)
         Mstar = M[None] + np.einsum("pq,bpr,rs->bqs", Cu, E, Cu, optimize=True)
-        cs_pen = self._stat(Mstar, pen, lam, floor)
-        cs_free = self._stat(Mstar, 0.0 * pen, lam, floor)
-        Ts = forms(Mstar, cs_pen)[0]
-        Bs = Ts - forms(Mstar, cs_free)[0]
-        var_noise = float(np.mean((Ts - T) ** 2))
-        var_B_noise = float(np.mean((Bs - B) ** 2))
-        allow2 = max(0.0, B * B - var_B_noise)
-        del iu
-        if Taa <= 0 or Tbb <= 0:
-            caveats.append("a released residual variance is not positive: the noise "
-                           "dominates this query; p = 1.")
-            return ReleasedTestResult(math.nan, 1.0, "none", T / self.n, math.nan, False,
-                                      False, names, tuple(caveats))
+        Ts = gram(Mstar, self._stat(Mstar, pen, lam, floor, nr))[:, ra, rb]
+        Bs = Ts - gram(Mstar, self._stat(Mstar, 0.0 * pen, lam, floor, nr))[:, ra, rb]
+        var_noise = np.mean((Ts - T) ** 2, axis=0)
+        var_B_noise = np.mean((Bs - B) ** 2, axis=0)
+        allow2 = np.maximum(0.0, B * B - var_B_noise)
         if k >= 2:
-            Tb = forms(Mb, c_pen[None])[0]
-            base = k * float(np.var(Tb, ddof=1))
+            Tb = gram(Mb, c_pen[None])[:, ra, rb]
+            base = k * np.var(Tb, axis=0, ddof=1)
             name = "t"
         else:
             base = Taa * Tbb / self.n + var_noise
             name = "z"
         var = base + allow2
-        if not (np.isfinite(var) and var > 0):
-            caveats.append("the variance of the statistic is not positive; p = 1.")
-            return ReleasedTestResult(math.nan, 1.0, name, T / self.n, math.nan, False,
-                                      False, names, tuple(caveats))
-        share = allow2 / var
+        from scipy.special import ndtr, stdtr
+        ps, stats, shares, caveats = [], [], [], []
+        degenerate = False
+        for c in range(len(pairs)):
+            if Taa[c] <= 0 or Tbb[c] <= 0 or not (np.isfinite(var[c]) and var[c] > 0):
+                degenerate = True
+                ps.append(1.0)
+                stats.append(math.nan)
+                shares.append(math.nan)
+                continue
+            st = float(T[c] / math.sqrt(var[c]))
+            stats.append(st)
+            shares.append(float(allow2[c] / var[c]))
+            if k >= 2:
+                ps.append(float(min(1.0, 2.0 * stdtr(k - 1, -abs(st)))))
+            else:
+                ps.append(float(min(1.0, 2.0 * ndtr(-abs(st)))))
+        best = int(np.argmin(ps))
+        p = float(min(1.0, len(pairs) * ps[best]))
+        if degenerate:
+            caveats.append("a released residual variance is not positive: the noise "
+                           "dominates part of this query (that part's p = 1).")
+        if all(math.isnan(x) for x in stats):
+            return ReleasedTestResult(math.nan, 1.0, "none", float(T[0] / self.n), math.nan,
+                                      False, False, names, tuple(caveats), {},
+                                      tuple(ps))
+        share = max(x for x in shares if not math.isnan(x))
         fit_ok = share <= CERTIFY_SHARE
-        stat = T / math.sqrt(var)
-        if k >= 2:
-            from scipy.special import stdtr
-            p = float(min(1.0, 2.0 * stdtr(k - 1, -abs(stat))))
-        else:
-            from scipy.special import ndtr
-            p = float(min(1.0, 2.0 * ndtr(-abs(stat))))
-        trusted = fit_ok
+        trusted = fit_ok and not degenerate
         if not fit_ok:
             caveats.append(f"fit check failed: the allowance for the additive fit's bias is "
                            f"{share:.0%} of the variance; the p-value is conservative and is "
                            "not evidence of independence.")
-        parts = {"base": float(base), "noise_bootstrap": var_noise, "allowance": allow2}
-        return ReleasedTestResult(float(stat), p, name, float(T / self.n), float(share),
-                                  bool(fit_ok), bool(trusted), names, tuple(caveats), parts)
+        parts = {"base": base.tolist(), "noise_bootstrap": var_noise.tolist(),
+                 "allowance": allow2.tolist()}
+        stat = stats[best]
+        return ReleasedTestResult(float(stat), p, name, float(T[0] / self.n), float(share),
+                                  bool(fit_ok), bool(trusted), names, tuple(caveats), parts,
+                                  tuple(ps))
 
     def pvalue(self, i, j, S=()):
         """The p-value of :meth:`test` (for PC-style callers)."""
@@ -483,7 +569,7 @@ class ReleasedTable:
 
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
-            blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS):
+            blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, auto_share=AUTO_SHARE):
     """Release a table's second moments once, with ``epsilon``; test any CI query for free.
 
     Parameters
@@ -492,11 +578,13 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         The private table (rows are individuals; V >= 2 columns).
     epsilon : float
         The epsilon of the single release (> 0).
-    bounds : float or sequence of V floats
+    bounds : float, sequence of V floats, or "auto"
         Public bounds: column v is scaled as (x_v - centers[v]) / bounds[v] and clipped
-        to [-1, 1].
-    centers : float or sequence of V floats, default 0.0
-        Public centres.
+        to [-1, 1].  ``"auto"``: released privately with a share ``auto_share`` of
+        ``epsilon`` (2.5 times the private 0.9-quantile of |x_v - centre|, about 4
+        standard deviations of a normal column; :func:`privci.bounds.private_bounds`).
+    centers : float, sequence of V floats, or "auto", default 0.0
+        Public centres; ``"auto"``: private medians (same share of epsilon).
     rng : None, int or numpy Generator
         None: OpenDP's hardened Laplace sampler.  Given: reproducible numpy noise
         (simulations only).
@@ -509,6 +597,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
     knots : int, default 8
         Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
+    auto_share : float in (0, 1), default 0.1
+        The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
+        composition: they and the Gram matrices together are ``epsilon``-DP); unused
+        without ``"auto"``.
 
     Returns
     -------
@@ -528,8 +620,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     X, names = _names_and_matrix(data)
     n, nv = X.shape
     eps = V.positive_finite(epsilon, "epsilon")
-    b = V.positive_bounds(bounds, "bounds", nv)
-    c = V.public_centres(centers, "centers", nv)
+    auto_b, auto_c = _is_auto(bounds), _is_auto(centers)
+    b = None if auto_b else V.positive_bounds(bounds, "bounds", nv)
+    c = None if auto_c else V.public_centres(centers, "centers", nv)
+    share = _check_auto_share(auto_share)
     k = V.check_int(blocks, "blocks", 1)
     K = V.check_int(knots, "knots", 1)
     if K > 64:
@@ -551,8 +645,19 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     edges = _block_bounds(n, k)
     rows = np.diff(edges)
     sens = sens_base + _conversion_slack(int(rows.max()), ntri)
+    eps_auto = share * eps if (auto_b or auto_c) else 0.0
     statement = _charge(budget, eps, test="privci.release",
-                        details=f"Gram matrices of {nv} columns, {k} row blocks")
+                        details=f"Gram matrices of {nv} columns, {k} row blocks"
+                        + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
+    if eps_auto:
+        from .bounds import private_bounds
+        rel = private_bounds(X, epsilon=eps_auto, center=True if auto_c else c,
+                             bound=auto_b, bound_quantile=AUTO_QUANTILE, rng=gen)
+        if auto_c:
+            c = np.asarray(rel.center, dtype=float)
+        if auto_b:
+            b = np.maximum(AUTO_WIDTH * np.asarray(rel.bound, dtype=float), 1e-12)
+    eps = eps - eps_auto
     U = _scaled(X, c, b)
     grams = np.zeros((k, pf, pf))
     iu = np.triu_indices(pf)
@@ -569,24 +674,49 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     seed = int(np.random.default_rng(gen.integers(2 ** 32) if gen is not None else None)
                .integers(2 ** 31))
     return ReleasedTable(grams=grams, names=names, bounds=b, centers=c, knots=K,
-                         block_rows=rows.tolist(), epsilon=eps, sensitivity=sens,
+                         block_rows=rows.tolist(), epsilon=eps + eps_auto, sensitivity=sens,
                          noise_scale=info.scale, mechanism=info.mechanism,
-                         hardened=info.hardened, charge_statement=statement, boot_seed=seed)
+                         hardened=info.hardened, charge_statement=statement, boot_seed=seed,
+                         auto_epsilon=eps_auto)
 
 
 # --- private PC on one release ----------------------------------------------------------
 
+_UNTRUSTED = ("keep", "use")
+RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share")
+
+
+def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
+                           auto_share):
+    """Validate every option of a release-once PC before anything is charged."""
+    if not _is_auto(bounds):
+        V.positive_bounds(bounds, "bounds", p)
+    if not _is_auto(centers):
+        V.public_centres(centers, "centers", p)
+    V.check_int(blocks, "blocks", 1)
+    K = V.check_int(knots, "knots", 1)
+    if K > 64:
+        raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
+    if untrusted not in _UNTRUSTED:
+        raise ValueError(f"`untrusted` must be one of {_UNTRUSTED}; got {untrusted!r} instead.")
+    if responses not in _RESPONSES:
+        raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got {responses!r} "
+                         "instead.")
+    _check_auto_share(auto_share)
+
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
-                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep"):
+                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
+                responses="quadratic", auto_share=AUTO_SHARE):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
-    are post-processing.  ``untrusted="keep"``: a query whose fit check fails never
-    removes an edge; ``"use"``: its (conservative) p-value is used as it is.
+    are post-processing.  ``untrusted="keep"``: a query that is not trusted (fit check
+    failed, or a released residual variance not positive) never removes an edge;
+    ``"use"``: its (conservative) p-value is used as it is.
     """
     from .budget import PrivacyBudget
-    from .causal import PCResult, _candidate_sets, _orient
+    from .causal import PCResult, _orient, _pc_skeleton
 
     X, names = _names_and_matrix(data)
     n, p = X.shape
@@ -594,67 +724,51 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise ValueError(f"`alpha` must be a number in (0, 1); got {alpha!r} instead.")
     top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
-    if untrusted not in ("keep", "use"):
-        raise ValueError(f"`untrusted` must be 'keep' or 'use'; got {untrusted!r} instead.")
     if budget is not None and not isinstance(budget, PrivacyBudget):
         raise TypeError(f"`budget` must be None or a privci.PrivacyBudget; got "
                         f"{type(budget).__name__} instead.")
-    # validate the release's own arguments before anything is charged
-    V.positive_bounds(bounds, "bounds", p)
-    V.public_centres(centers, "centers", p)
-    V.check_int(blocks, "blocks", 1)
-    V.check_int(knots, "knots", 1)
+    _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
+                           untrusted=untrusted, responses=responses, auto_share=auto_share)
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
-    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
-                    budget=run_budget, blocks=blocks, knots=knots)
     if budget is not None:
         budget.charge(eps, test="privci.causal.pc",
                       details=f"PC on {p} columns, one release of the table")
+    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
+                    budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
     del X
-    adj = ~np.eye(p, dtype=bool)
-    sepsets, pvalues, flagged = {}, {}, []
-    for order in range(top + 1):
-        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
-        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
-        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
-        plan = [(i, j, c) for i, j, c in plan if c]
-        if not plan:
-            break
-        removed = []
-        for i, j, cands in plan:
-            for s in cands:
-                key = (i, j, tuple(sorted(s)))
-                if key not in pvalues:
-                    res = table.test(i, j, list(s))
-                    pvalues[key] = res.pvalue
-                    if not res.trusted:
-                        flagged.append(key)
-                if key in flagged and untrusted == "keep":
-                    continue
-                if pvalues[key] > alpha:
-                    removed.append((i, j))
-                    sepsets[(i, j)] = tuple(s)
-                    break
-        for i, j in removed:
-            adj[i, j] = adj[j, i] = False
+    pvalues, flagged = {}, []
+
+    def ask(i, j, s):
+        key = (i, j, tuple(sorted(s)))
+        if key not in pvalues:
+            res = table.test(i, j, list(s), responses=responses)
+            pvalues[key] = res.pvalue
+            if not res.trusted:
+                flagged.append(key)
+        return pvalues[key], not (key in flagged and untrusted == "keep")
+
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
     directed = _orient(adj, sepsets)
-    guarantee = (f"one {eps:g}-DP release (privci.release: Laplace noise on the Gram matrices "
-                 f"of {blocks} disjoint row blocks, replacement of one row); the "
-                 f"{len(pvalues)} tests, the skeleton, separating sets and CPDAG are "
-                 "post-processing")
+    guarantee = (f"one {eps:g}-DP release (privci.release: "
+                 + (f"private centres/bounds with {table.auto_epsilon:g}, then " if
+                    table.auto_epsilon else "")
+                 + f"Laplace noise on the Gram matrices of {blocks} disjoint row blocks, "
+                 f"replacement of one row); the {len(pvalues)} tests, the skeleton, separating "
+                 "sets and CPDAG are post-processing")
     if budget is not None:
         guarantee += f"; the run was charged as one {eps:g}-DP release to the outer budget"
-    caveats = []
+    caveats = list(table.caveats)
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
     if flagged:
-        caveats.append(f"{len(flagged)} tests failed the fit check (conservative p-values); "
+        caveats.append(f"{len(flagged)} tests were not trusted (fit check failed or noise "
+                       "dominated; conservative p-values); "
                        + ("they never removed an edge." if untrusted == "keep" else
                           "their p-values were used as they are."))
     return PCResult(adjacency=adj, directed=directed, names=names, sepsets=sepsets,
                     pvalues=pvalues, level_epsilon={}, n_tests=len(pvalues), refused=(),
                     epsilon=eps, alpha=float(alpha), budget=run_budget, guarantee=guarantee,
-                    caveats=tuple(caveats))
+                    caveats=tuple(caveats), table=table)
