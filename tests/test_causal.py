@@ -167,7 +167,8 @@ def test_refused_release_computes_nothing_and_spends_nothing():
     data = four_node()
     test = oracle_test(data)
     b = PrivacyBudget(epsilon=1.0)
-    ci = PrivateCITest(data, budget=b, bounds=BOUNDS, epsilon_per_test=0.3, test=test)
+    ci = PrivateCITest(data, budget=b, bounds=BOUNDS, epsilon_per_test=0.3, test=test,
+                       on_exhausted="raise")
     for k, (i, j) in enumerate([(0, 1), (0, 2), (0, 3)]):
         ci.pvalue(i, j)
     assert len(test.calls) == 3 and b.spent == pytest.approx(0.9)
@@ -286,7 +287,7 @@ def test_causallearn_refuses_the_release_that_would_overspend():
     with pytest.raises(BudgetExceededError):
         # planned for 3 tests: the 4th of PC's 6 order-0 tests is refused before it is run
         cl_pc(data, 0.05, "privgcm", budget=budget, bounds=BOUNDS, max_tests=3, test=test,
-              show_progress=False)
+              on_exhausted="raise", show_progress=False)
     assert len(test.calls) == 3 and len(budget.ledger) == 3 and budget.spent <= 1.0
 
 
@@ -390,3 +391,142 @@ def test_public_z_options_reach_each_conditional_test(monkeypatch):
             assert zc is None and zs is None
         else:
             assert len(zc) == d and len(zs) == d and set(zs) <= {1.0, 2.0, 3.0}
+
+
+# --- issue 24: the release-once default and the user stumbles --------------------------------
+
+
+def test_pc_defaults_to_one_release():
+    import inspect
+    assert inspect.signature(pc).parameters["method"].default == "release"
+    assert '``method="release"`` (default)' in pc.__doc__
+    rng = np.random.default_rng(4)
+    n = 6000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    res = pc(np.column_stack([a, b, c]), epsilon=5.0, bounds=4.0, rng=2)
+    assert len(res.budget.ledger) == 1 and res.budget.ledger[0]["test"] == "privci.release"
+    assert res.table is not None and res.n_tests >= 3
+    assert res.edges() == [(0, "->", 2), (1, "->", 2)]
+
+
+def test_one_on_exhausted_default():
+    import inspect
+    assert inspect.signature(pc).parameters["on_exhausted"].default == "dependent"
+    assert inspect.signature(PrivateCITest).parameters["on_exhausted"].default == "dependent"
+    # an adapter's budget that runs out gives a graph back instead of raising mid-search
+    pytest.importorskip("causallearn")
+    from causallearn.search.ConstraintBased.PC import pc as cl_pc
+    register_causallearn()
+    data = four_node()
+    budget = PrivacyBudget(epsilon=1.0)
+    cg = cl_pc(data, 0.05, "privgcm", budget=budget, bounds=BOUNDS, max_tests=3,
+               test=oracle_test(data), show_progress=False)
+    assert cg.G.graph.shape == (4, 4) and len(budget.ledger) == 3
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"ridge_lamda": 5.0}, TypeError, "ridge_lamda"),                 # misspelled
+    ({"ridge_lambda": 2.0}, ValueError, "regression='krr'"),          # KRR option, spline fit
+    ({"kernel_sigma": 2.0}, ValueError, "regression='krr'"),
+    ({"z_scale": [1.0, 2.0]}, ValueError, "z_scale"),                 # wrong length
+    ({"bounds": "auto"}, ValueError, "method='release'"),
+    ({"centers": "auto"}, ValueError, "method='release'"),
+])
+def test_per_test_options_checked_before_any_charge(kwargs, exc, match):
+    outer = PrivacyBudget(epsilon=50.0)
+    args = {"epsilon": 10.0, "bounds": BOUNDS, "method": "per-test", "rng": 1, "budget": outer,
+            **kwargs}
+    with pytest.raises(exc, match=match):
+        pc(four_node(), **args)
+    assert outer.ledger == []
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"knots": 0}, "knots"), ({"untrusted": "drop"}, "untrusted"),
+    ({"responses": "cubic"}, "responses"), ({"auto_share": 1.5}, "auto_share"),
+    ({"ridge_lambda": 2.0}, "ridge_lambda"), ({"split": "tests"}, "split"),
+    ({"on_exhausted": "raise"}, "on_exhausted"), ({"bounds": "aut"}, "bounds"),
+])
+def test_release_options_checked_before_any_charge(kwargs, match):
+    outer = PrivacyBudget(epsilon=50.0)
+    args = {"epsilon": 10.0, "bounds": BOUNDS, "rng": 1, "budget": outer, **kwargs}
+    with pytest.raises((TypeError, ValueError), match=match):
+        pc(four_node(), **args)
+    assert outer.ledger == []
+
+
+def test_auto_bounds_and_centres_on_unstandardised_data():
+    rng = np.random.default_rng(8)
+    n = 8000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    X = np.column_stack([50 + 10 * a, -30 + 0.01 * b, 1000 + 200 * c])   # far from 0, +-4
+    res = pc(X, epsilon=8.0, bounds="auto", centers="auto", rng=3)
+    assert res.edges() == [(0, "->", 2), (1, "->", 2)]
+    assert res.table.auto_epsilon == pytest.approx(0.8) and res.budget.spent <= 8.0
+    assert "private centres/bounds" in res.guarantee and not any("clipping" in c
+                                                                  for c in res.caveats)
+    # the same data with the default centres 0 and bounds 4: the clipping is named
+    bad = pc(X, epsilon=8.0, bounds=4.0, rng=3)
+    assert sum("clipping bound" in c for c in bad.caveats) == 3
+
+
+def test_causallearn_accepts_a_dataframe_and_a_shared_release():
+    pytest.importorskip("causallearn")
+    pd = pytest.importorskip("pandas")
+    import privci
+    from causallearn.search.ConstraintBased.FCI import fci
+    from causallearn.search.ConstraintBased.PC import pc as cl_pc
+    register_causallearn()
+    df = pd.DataFrame(four_node(n=4000), columns=NAMES)
+    # causal-learn's own search asserts a numpy array: our test takes the frame's names
+    with pytest.raises(AssertionError):
+        cl_pc(df, 0.05, "privgcm", budget=PrivacyBudget(epsilon=5.0), bounds=BOUNDS, rng=1,
+              show_progress=False)
+    budget = PrivacyBudget(epsilon=5.0)
+    cit = register_causallearn()(df, budget=budget, bounds=BOUNDS, rng=1)
+    assert cit.private.names == NAMES and budget.ledger == []
+    X = df.to_numpy()
+    # release once, then PC and FCI ask any number of questions without another charge
+    outer = PrivacyBudget(epsilon=50.0)
+    tab = privci.release(df, epsilon=50.0, bounds=BOUNDS, rng=2, budget=outer)
+    cg = cl_pc(X, 0.05, "privgcm", table=tab, show_progress=False)
+    fci(X, "privgcm", 0.05, table=tab, show_progress=False, verbose=False)
+    assert len(outer.ledger) == 1 and tab.n_queries >= 6
+    edges = {frozenset(map(int, e)) for e in zip(*np.nonzero(np.triu(cg.G.graph != 0)))}
+    assert TRUE_SKELETON <= edges
+    with pytest.raises(ValueError, match="do not apply"):
+        cl_pc(X, 0.05, "privgcm", table=tab, bounds=4.0, show_progress=False)
+
+
+def test_tigramite_list_pc_alpha_refused_before_any_charge():
+    pytest.importorskip("tigramite")
+    from tigramite.data_processing import DataFrame
+    from tigramite.pcmci import PCMCI
+
+    budget = PrivacyBudget(epsilon=5.0)
+    test = tigramite_ci_test(budget=budget, bounds=BOUNDS, rng=1)
+    pcmci = PCMCI(DataFrame(four_node()), cond_ind_test=test, verbosity=0)
+    with pytest.raises(ValueError, match="one number as pc_alpha"):
+        pcmci.run_pcalg_non_timeseries_data(pc_alpha=[0.01, 0.05])
+    assert budget.ledger == []
+
+
+def test_pgmpy_and_tigramite_on_a_release():
+    import privci
+    pd = pytest.importorskip("pandas")
+    data = four_node(n=4000)
+    tab = privci.release(data, epsilon=5.0, bounds=BOUNDS, rng=2)
+    pytest.importorskip("tigramite")
+    from tigramite.data_processing import DataFrame
+    from tigramite.pcmci import PCMCI
+    pcmci = PCMCI(DataFrame(data), cond_ind_test=tigramite_ci_test(table=tab), verbosity=0)
+    pcmci.run_pcalg_non_timeseries_data(pc_alpha=0.05)
+    assert pcmci.cond_ind_test.private.n_released >= 6
+    pytest.importorskip("pgmpy")
+    from pgmpy.causal_discovery import PC
+    df = pd.DataFrame(data, columns=NAMES)
+    test = pgmpy_ci_test(df, table=tab)
+    PC(ci_test=test, variant="stable", show_progress=False).fit(df)
+    assert test.private.n_released >= 6

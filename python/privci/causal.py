@@ -181,30 +181,45 @@ class PrivateCITest:
     (True, 1)
     """
 
-    def __init__(self, data, *, budget, bounds, centers=0.0, epsilon_per_test=None,
+    def __init__(self, data, *, budget=None, bounds=None, centers=0.0, epsilon_per_test=None,
                  max_tests=None, max_order=None, test="privgcm", rng=None,
-                 on_exhausted="raise", names=None, **test_options):
+                 on_exhausted="dependent", names=None, table=None, untrusted="keep",
+                 **test_options):
         self.data, default_names = _as_matrix(data)
         n, p = self.data.shape
+        self.names = list(default_names if names is None else names)
+        if len(self.names) != p:
+            raise ValueError(f"`names` must have one entry per column ({p}); got "
+                             f"{len(self.names)} instead.")
+        if on_exhausted not in _ON_EXHAUSTED:
+            raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
+                             f"{on_exhausted!r} instead.")
+        self.on_exhausted = on_exhausted
+        self._cache = {}
+        self._locks = {}
+        self._lock = threading.Lock()
+        self.table = None
+        if table is not None:
+            self._init_table(table, n, p, budget, bounds, epsilon_per_test, max_tests, test,
+                             rng, untrusted, test_options)
+            return
         if not isinstance(budget, PrivacyBudget):
             raise TypeError("`budget` must be a privci.PrivacyBudget (one per data set, shared "
                             f"by all tests); got {type(budget).__name__} instead.")
         self.budget = budget
+        for name, value in (("bounds", bounds), ("centers", centers)):
+            if isinstance(value, str):
+                raise ValueError(f"`{name}={value!r}` is not available per test: release the "
+                                 "table once with privci.release(data, epsilon=..., "
+                                 f"{name}='auto', budget=budget) and pass table=; or release "
+                                 "them with privci.bounds.private_bounds.  Nothing was charged.")
         self.bounds = V.positive_bounds(bounds, "bounds", p)
         self.centers = V.public_centres(centers, "centers", p)
         if not (callable(test) or (isinstance(test, str) and test in _TESTS)):
             raise ValueError(f"`test` must be one of {_TESTS} or a callable; got {test!r} "
                              "instead.")
         self.test = test
-        if on_exhausted not in _ON_EXHAUSTED:
-            raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
-                             f"{on_exhausted!r} instead.")
-        self.on_exhausted = on_exhausted
         self.rng = None if rng is None else V.check_rng(rng)
-        self.names = list(default_names if names is None else names)
-        if len(self.names) != p:
-            raise ValueError(f"`names` must have one entry per column ({p}); got "
-                             f"{len(self.names)} instead.")
         self.max_order = None if max_order is None else V.check_int(max_order, "max_order", 0)
         if epsilon_per_test is not None:
             self.epsilon_per_test = V.positive_finite(epsilon_per_test, "epsilon_per_test")
@@ -219,9 +234,112 @@ class PrivateCITest:
                 raise TypeError(f"`{bad}` is set by PrivateCITest (from `bounds`, `centers`, "
                                 "`epsilon_per_test` and the budget); remove it from the test "
                                 "options.")
-        self._cache = {}
-        self._locks = {}
-        self._lock = threading.Lock()
+        if untrusted != "keep":
+            raise ValueError("`untrusted` applies to answers from a released table (table=) "
+                             f"only; got untrusted={untrusted!r} without a table.")
+        self.untrusted = untrusted
+        self._check_test_options(n, p)
+
+    def _init_table(self, table, n, p, budget, bounds, epsilon_per_test, max_tests, test, rng,
+                    untrusted, test_options):
+        from .release import _RESPONSES, ReleasedTable
+
+        if not isinstance(table, ReleasedTable):
+            raise TypeError("`table` must be a privci.ReleasedTable (from privci.release); got "
+                            f"{type(table).__name__} instead.")
+        if len(table.names) != p or table.n != n:
+            raise ValueError(f"`table` must be the release of this data ({n} rows, {p} "
+                             f"columns); got a release of {table.n} rows and "
+                             f"{len(table.names)} columns instead.")
+        given = [k for k, v in (("bounds", bounds), ("epsilon_per_test", epsilon_per_test),
+                                ("max_tests", max_tests), ("rng", rng)) if v is not None]
+        if test != "privgcm":
+            given.append("test")
+        extra = sorted(set(test_options) - {"responses"})
+        if given or extra:
+            raise ValueError("with `table=` every answer is post-processing of the release: "
+                             f"{given + extra} do not apply (the release fixed bounds, "
+                             "centres, epsilon and noise).  Nothing was charged.")
+        if budget is not None and not isinstance(budget, PrivacyBudget):
+            raise TypeError("`budget` must be None or a privci.PrivacyBudget; got "
+                            f"{type(budget).__name__} instead.")
+        if untrusted not in ("keep", "use"):
+            raise ValueError(f"`untrusted` must be 'keep' or 'use'; got {untrusted!r} instead.")
+        responses = test_options.get("responses", "quadratic")
+        if responses not in _RESPONSES:
+            raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
+                             f"{responses!r} instead.")
+        self.table = table
+        self.responses = responses
+        self.untrusted = untrusted
+        self.budget = budget if budget is not None else PrivacyBudget(
+            table.epsilon, name="privci.release (already charged)")
+        self.test = "release"
+        self.test_options = {"responses": responses}
+        self.epsilon_per_test = 0.0
+        self.max_tests = self.max_order = None
+        self.rng = None
+
+    def _check_test_options(self, n, p):
+        """Check the test options before anything is charged: names, then (PrivGCM) a dry
+        run on public dummy data of the same size (no private data is read)."""
+        import inspect
+        import warnings
+
+        opts = self.test_options
+        if callable(self.test):
+            try:
+                params = inspect.signature(self.test).parameters
+            except (TypeError, ValueError):   # builtins without a signature: trust them
+                return
+            if any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
+                return
+            unknown = sorted(set(opts) - set(params))
+            if unknown:
+                raise TypeError(f"the test {getattr(self.test, '__name__', 'callable')} takes "
+                                f"no option(s) {unknown}; nothing was charged.")
+            return
+        if not opts:
+            return
+        from .gcm import privgcm
+
+        params = inspect.signature(privgcm).parameters
+        open_ended = any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values())
+        unknown = sorted(k for k in opts if k not in params or k in ("x", "y", "z"))
+        if unknown and not open_ended:
+            raise TypeError(f"unknown test option(s) {unknown} for privgcm (see "
+                            "privci.privgcm's parameters); nothing was charged.")
+        rng = np.random.default_rng(0)
+        m = int(min(n, 50_000))
+        d = rng.normal(size=(m, 3))
+        for ss in ((), (0,)):
+            kw = self._options_for(ss, p_check=p)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    privgcm(d[:, 1], d[:, 2], d[:, list(ss)] if ss else None, epsilon=1.0,
+                            x_bound=4.0, y_bound=4.0, rng=0, **kw)
+            except (TypeError, ValueError) as err:
+                kind = "conditional" if ss else "unconditional"
+                raise type(err)(f"{err} (checked on public dummy data for a {kind} test, "
+                                "before anything was charged)") from None
+
+    def _options_for(self, ss, p_check=None):
+        """The test options of one test: per-column z_center / z_scale sliced to S."""
+        opts = dict(self.test_options)
+        if not ss:      # z's public centre and scale only concern conditional tests
+            opts.pop("z_center", None)
+            opts.pop("z_scale", None)
+            return opts
+        for name in ("z_center", "z_scale"):
+            if np.ndim(opts.get(name)) == 1:   # one per column of the data
+                vals = np.asarray(opts[name], dtype=float)
+                if p_check is not None and vals.shape[0] != p_check:
+                    raise ValueError(f"`{name}` must be a number or one per column of the data "
+                                     f"({p_check}); got {vals.shape[0]} entries instead.  "
+                                     "Nothing was charged.")
+                opts[name] = vals[list(ss)]
+        return opts
 
     # the engine is shared, never copied: copies would answer (and charge) apart
     def __copy__(self):
@@ -311,6 +429,13 @@ class PrivateCITest:
         return _Answer(0.0 if self.on_exhausted == "dependent" else 1.0, 0.0, False)
 
     def _answer(self, key, eps):
+        if self.table is not None:      # post-processing of a release: nothing is charged
+            i, j, ss = key
+            res = self.table.test(i, j, list(ss), responses=self.responses)
+            pv = res.pvalue
+            if not res.trusted and self.untrusted == "keep":
+                pv = 0.0                 # an untrusted answer never removes an edge
+            return _Answer(float(pv), 0.0, True)
         if not eps > 0.0:
             return self._refused(key, eps)
         name = "privgcm" if isinstance(self.test, str) else getattr(self.test, "__name__",
@@ -327,14 +452,7 @@ class PrivateCITest:
         else:
             from .gcm import privgcm
 
-            opts = dict(self.test_options)
-            if z is None:      # z's public centre and scale only concern conditional tests
-                opts.pop("z_center", None)
-                opts.pop("z_scale", None)
-            elif np.ndim(opts.get("z_center")) == 1:   # one per column of the data
-                opts["z_center"] = np.asarray(opts["z_center"], dtype=float)[list(ss)]
-            if z is not None and np.ndim(opts.get("z_scale")) == 1:
-                opts["z_scale"] = np.asarray(opts["z_scale"], dtype=float)[list(ss)]
+            opts = self._options_for(ss)
             res = privgcm(x, y, z, epsilon=eps, x_bound=self.bounds[i], y_bound=self.bounds[j],
                           x_center=self.centers[i], y_center=self.centers[j], rng=self.rng,
                           **opts)
@@ -801,10 +919,14 @@ def register_causallearn(name="privgcm"):
             """causal-learn CI test: privci's private test, charged to one PrivacyBudget."""
 
             def __init__(self, data, budget=None, bounds=None, **kwargs):
+                if getattr(data, "columns", None) is not None and getattr(data, "ndim", 2) == 2:
+                    kwargs.setdefault("names", list(data.columns))   # a DataFrame
+                data = _as_matrix(data)[0]
                 super().__init__(data)
-                if budget is None:
+                if budget is None and kwargs.get("table") is None:
                     raise TypeError("causal-learn with a privci test needs `budget=` (a "
-                                    "privci.PrivacyBudget for this data set); got None.")
+                                    "privci.PrivacyBudget for this data set) or `table=` (a "
+                                    "privci.release of it); got neither.")
                 self.private = PrivateCITest(data, budget=budget, bounds=bounds, **kwargs)
                 params = repr(sorted((k, repr(v)) for k, v in kwargs.items()))
                 self.check_cache_method_consistent("privci", params)
@@ -855,7 +977,7 @@ class _PgmpyCITest:
         return f"privci.causal.pgmpy_ci_test(budget={self.private.budget!r})"
 
 
-def pgmpy_ci_test(data, *, budget, bounds, centers=0.0, **options):
+def pgmpy_ci_test(data, *, budget=None, bounds=None, centers=0.0, **options):
     """A CI test for pgmpy's PC (``ci_test=``), private and charged to ``budget``.
 
     Parameters
@@ -939,9 +1061,10 @@ def _tigramite_class():
             self.residual_based = False
             self._privci = dict(budget=budget, bounds=bounds, centers=centers,
                                 **(privci_options or {}))
-            if not isinstance(budget, PrivacyBudget):
-                raise TypeError("`budget` must be a privci.PrivacyBudget; got "
-                                f"{type(budget).__name__} instead.")
+            if not isinstance(budget, PrivacyBudget) and not (
+                    budget is None and self._privci.get("table") is not None):
+                raise TypeError("`budget` must be a privci.PrivacyBudget (or None with "
+                                f"table=); got {type(budget).__name__} instead.")
             self.private = None
 
         def set_dataframe(self, dataframe):
@@ -976,6 +1099,12 @@ def _tigramite_class():
             if len(xs) != 1 or len(ys) != 1:
                 raise ValueError("privci's tigramite test needs univariate X and Y; got "
                                  f"X={X!r}, Y={Y!r} instead.")
+            if alpha_or_thres is not None and (isinstance(alpha_or_thres, bool) or not
+                                               isinstance(alpha_or_thres, (int, float))):
+                raise ValueError("privci's tigramite test needs one number as pc_alpha; got "
+                                 f"{alpha_or_thres!r} (a list or None asks tigramite to select "
+                                 "pc_alpha by a score, which privci does not release).  "
+                                 "Nothing was charged.")
             pv = self.private.pvalue(xs[0], ys[0], zs)
             val = 1.0 - pv
             if alpha_or_thres is None:
@@ -993,7 +1122,7 @@ def _tigramite_class():
     return _TG_CLASS
 
 
-def tigramite_ci_test(*, budget, bounds, centers=0.0, **options):
+def tigramite_ci_test(*, budget=None, bounds=None, centers=0.0, **options):
     """A tigramite ``CondIndTest`` running privci's private test, charged to ``budget``.
 
     Parameters

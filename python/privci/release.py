@@ -223,6 +223,12 @@ class ReleasedTestResult:
     component_pvalues : tuple of float
         The p-value of each response pair (one for ``responses="linear"``, four for
         ``"quadratic"``); ``pvalue`` is their Bonferroni combination.
+    detectable_correlation : float
+        The power read-out (post-processing of released values): the smallest, over
+        the response pairs, partial correlation r at which this query would reject at
+        level 0.05 (Bonferroni) with probability about 1/2, r = z * sd(T) /
+        sqrt(T_ii T_jj).  ``pc``'s ``power_rule`` lets only queries with
+        r <= power_rule remove an edge.
     """
 
     statistic: float
@@ -236,6 +242,7 @@ class ReleasedTestResult:
     caveats: Tuple[str, ...] = field(default=())
     variance_parts: dict = field(default_factory=dict)
     component_pvalues: Tuple[float, ...] = field(default=())
+    detectable_correlation: float = math.nan
 
 
 class ReleasedTable:
@@ -523,7 +530,7 @@ class ReleasedTable:
             base = Taa * Tbb / self.n + var_noise
             name = "z"
         var = base + allow2
-        from scipy.special import ndtr, stdtr
+        from scipy.special import ndtr, ndtri, stdtr
         ps, stats, shares, caveats = [], [], [], []
         degenerate = False
         for c in range(len(pairs)):
@@ -540,6 +547,10 @@ class ReleasedTable:
                 ps.append(float(min(1.0, 2.0 * stdtr(k - 1, -abs(st)))))
             else:
                 ps.append(float(min(1.0, 2.0 * ndtr(-abs(st)))))
+        zq = float(ndtri(1.0 - 0.025 / len(pairs)))
+        det = [zq * math.sqrt(var[c] / (Taa[c] * Tbb[c])) for c in range(len(pairs))
+               if Taa[c] > 0 and Tbb[c] > 0 and np.isfinite(var[c]) and var[c] > 0]
+        detectable = float(min(det)) if det else math.inf
         best = int(np.argmin(ps))
         p = float(min(1.0, len(pairs) * ps[best]))
         if degenerate:
@@ -548,7 +559,7 @@ class ReleasedTable:
         if all(math.isnan(x) for x in stats):
             return ReleasedTestResult(math.nan, 1.0, "none", float(T[0] / self.n), math.nan,
                                       False, False, names, tuple(caveats), {},
-                                      tuple(ps))
+                                      tuple(ps), math.inf)
         share = max(x for x in shares if not math.isnan(x))
         fit_ok = share <= CERTIFY_SHARE
         trusted = fit_ok and not degenerate
@@ -561,7 +572,7 @@ class ReleasedTable:
         stat = stats[best]
         return ReleasedTestResult(float(stat), p, name, float(T[0] / self.n), float(share),
                                   bool(fit_ok), bool(trusted), names, tuple(caveats), parts,
-                                  tuple(ps))
+                                  tuple(ps), detectable)
 
     def pvalue(self, i, j, S=()):
         """The p-value of :meth:`test` (for PC-style callers)."""
@@ -683,11 +694,13 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
 # --- private PC on one release ----------------------------------------------------------
 
 _UNTRUSTED = ("keep", "use")
-RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share")
+RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
+                      "power_rule")
+DEFAULT_POWER_RULE = None
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
-                           auto_share):
+                           auto_share, power_rule):
     """Validate every option of a release-once PC before anything is charged."""
     if not _is_auto(bounds):
         V.positive_bounds(bounds, "bounds", p)
@@ -703,11 +716,15 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
         raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got {responses!r} "
                          "instead.")
     _check_auto_share(auto_share)
+    if power_rule is not None and (isinstance(power_rule, bool) or not isinstance(
+            power_rule, numbers.Real) or not 0.0 < float(power_rule) <= 1.0):
+        raise ValueError(f"`power_rule` must be None or a number in (0, 1]; got {power_rule!r} "
+                         "instead.")
 
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
                 budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
-                responses="quadratic", auto_share=AUTO_SHARE):
+                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
@@ -728,7 +745,8 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
         raise TypeError(f"`budget` must be None or a privci.PrivacyBudget; got "
                         f"{type(budget).__name__} instead.")
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
-                           untrusted=untrusted, responses=responses, auto_share=auto_share)
+                           untrusted=untrusted, responses=responses, auto_share=auto_share,
+                           power_rule=power_rule)
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
@@ -738,7 +756,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
                     budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
     del X
-    pvalues, flagged = {}, []
+    pvalues, flagged, weak = {}, set(), set()
 
     def ask(i, j, s):
         key = (i, j, tuple(sorted(s)))
@@ -746,8 +764,11 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
             res = table.test(i, j, list(s), responses=responses)
             pvalues[key] = res.pvalue
             if not res.trusted:
-                flagged.append(key)
-        return pvalues[key], not (key in flagged and untrusted == "keep")
+                flagged.add(key)
+            if power_rule is not None and not res.detectable_correlation <= power_rule:
+                weak.add(key)
+        may_remove = not (key in flagged and untrusted == "keep") and key not in weak
+        return pvalues[key], may_remove
 
     adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
     directed = _orient(adj, sepsets)
@@ -763,6 +784,10 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
+    if weak:
+        caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
+                       f"{power_rule:g} (power rule, released values only); they never removed "
+                       "an edge.")
     if flagged:
         caveats.append(f"{len(flagged)} tests were not trusted (fit check failed or noise "
                        "dominated; conservative p-values); "
