@@ -114,7 +114,7 @@ class PrivateCITest:
     data : array-like or DataFrame, shape (n, p)
         The private data, one row per individual.
     budget : PrivacyBudget
-        Charged before every release.
+        Charged before every release (optional with ``table``).
     bounds : float or sequence of p floats
         Public bounds: column k is clipped to ``centers[k] +- bounds[k]``
         when it is the X or Y of a test (PrivGCM's ``x_bound``/``y_bound``).
@@ -140,13 +140,24 @@ class PrivateCITest:
     rng : None, int or numpy Generator
         None: OpenDP's hardened noise in every test.  Given: reproducible
         numpy noise (simulations only; not hardened).
-    on_exhausted : {"raise", "dependent", "independent"}, default "raise"
-        When the budget refuses a test: raise :class:`BudgetExceededError`,
-        or answer without touching the data, p = 0 ("dependent": the edge
-        stays) or p = 1 ("independent").  The answer is recorded as not
-        released.
+    on_exhausted : {"dependent", "raise", "independent"}, default "dependent"
+        When the budget refuses a test: answer without touching the data,
+        p = 0 ("dependent": the edge stays; the default, as in :func:`pc`) or
+        p = 1 ("independent"), or raise :class:`BudgetExceededError` (which
+        escapes a peer's search mid-way, with the budget spent and no graph).
+        The answer is recorded as not released.
     names : sequence, optional
         Column names for the ledger (default: the DataFrame's columns or 0..p-1).
+    table : ReleasedTable, optional
+        Answer every question from one release (:func:`privci.release`, made
+        and charged beforehand): no further charge, however many questions
+        (PC then FCI on one release asks nothing twice of the budget).  Then
+        only ``responses`` and ``power_rule`` apply as test options, and an
+        answer that is not trusted, or whose ``detectable_correlation`` is
+        above ``power_rule`` (default 0.3), is returned as p = 0 (the edge
+        stays), as in :func:`pc`.
+    untrusted : {"keep", "use"}, default "keep"
+        With ``table``: "use" returns untrusted p-values as they are.
     **test_options
         Passed to the test (e.g. ``regression="krr"`` with ``ridge_lambda``,
         ``kernel_sigma``, ``kernel_approximation``; or, for PrivGCM's default
@@ -164,7 +175,9 @@ class PrivateCITest:
     answer, and different questions run concurrently.  The charge comes
     before the test reads the data, so a refused test computes nothing; a
     test that then fails (e.g. on a bad ``test_options`` value) has still
-    been charged (conservative).
+    been charged (conservative); the options are checked before the first
+    charge (unknown names, and for PrivGCM a dry run on public dummy data of
+    the same size), so a wrong option raises with nothing charged.
 
     Examples
     --------
@@ -255,7 +268,7 @@ class PrivateCITest:
                                 ("max_tests", max_tests), ("rng", rng)) if v is not None]
         if test != "privgcm":
             given.append("test")
-        extra = sorted(set(test_options) - {"responses"})
+        extra = sorted(set(test_options) - {"responses", "power_rule"})
         if given or extra:
             raise ValueError("with `table=` every answer is post-processing of the release: "
                              f"{given + extra} do not apply (the release fixed bounds, "
@@ -269,13 +282,20 @@ class PrivateCITest:
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
+        from .release import DEFAULT_POWER_RULE
+        power_rule = test_options.get("power_rule", DEFAULT_POWER_RULE)
+        if power_rule is not None and (isinstance(power_rule, bool) or not isinstance(
+                power_rule, (int, float)) or not 0.0 < power_rule <= 1.0):
+            raise ValueError(f"`power_rule` must be None or a number in (0, 1]; got "
+                             f"{power_rule!r} instead.")
+        self.power_rule = power_rule
         self.table = table
         self.responses = responses
         self.untrusted = untrusted
         self.budget = budget if budget is not None else PrivacyBudget(
             table.epsilon, name="privci.release (already charged)")
         self.test = "release"
-        self.test_options = {"responses": responses}
+        self.test_options = {"responses": responses, "power_rule": power_rule}
         self.epsilon_per_test = 0.0
         self.max_tests = self.max_order = None
         self.rng = None
@@ -433,8 +453,10 @@ class PrivateCITest:
             i, j, ss = key
             res = self.table.test(i, j, list(ss), responses=self.responses)
             pv = res.pvalue
-            if not res.trusted and self.untrusted == "keep":
-                pv = 0.0                 # an untrusted answer never removes an edge
+            if (not res.trusted and self.untrusted == "keep") or (
+                    self.power_rule is not None
+                    and not res.detectable_correlation <= self.power_rule):
+                pv = 0.0       # an untrusted or underpowered answer never removes an edge
             return _Answer(float(pv), 0.0, True)
         if not eps > 0.0:
             return self._refused(key, eps)
@@ -884,6 +906,12 @@ def register_causallearn(name="privgcm"):
     ``epsilon_per_test`` the budget is split evenly over
     :func:`worst_case_tests` (or ``max_tests``), decided before any test.
 
+    Release once instead (recommended): ``tab = privci.release(X,
+    epsilon=..., bounds=..., budget=budget)``, then ``pc(X, alpha,
+    "privgcm", table=tab)`` and ``fci(X, "privgcm", alpha, table=tab)``
+    answer every question from the one release.  causal-learn's own search
+    needs a numpy array: pass ``df.to_numpy()`` and ``names=list(df.columns)``.
+
     Parameters
     ----------
     name : str, default "privgcm"
@@ -987,7 +1015,9 @@ def pgmpy_ci_test(data, *, budget=None, bounds=None, centers=0.0, **options):
         names; the test reads the data kept here).
     budget, bounds, centers, **options
         See :class:`PrivateCITest` (``epsilon_per_test`` or ``max_tests``,
-        ``max_order``, ``rng``, ``on_exhausted``, test options).
+        ``max_order``, ``rng``, ``on_exhausted``, test options), or
+        ``table=`` (a :func:`privci.release` of ``data``: every answer is
+        post-processing, no budget needed).
 
     Returns
     -------
@@ -1128,7 +1158,8 @@ def tigramite_ci_test(*, budget=None, bounds=None, centers=0.0, **options):
     Parameters
     ----------
     budget, bounds, centers, **options
-        See :class:`PrivateCITest`; the data come from the ``DataFrame``
+        See :class:`PrivateCITest` (or ``table=``, a :func:`privci.release`
+        of the same data: no budget needed); the data come from the ``DataFrame``
         PCMCI gives the test (one data set, no mask, lag-0 tests only: i.i.d.
         rows, one per individual).
 

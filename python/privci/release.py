@@ -75,7 +75,7 @@ _ONE = 1 << SCALE_BITS
 _SCALE_UNIT = 1.0 / float(1 << (2 * SCALE_BITS))   # one unit of the exact sums
 _EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to float exactly
 _CHUNK = 1 << 14
-DEFAULT_KNOTS = 8              # K intervals on [-1, 1]: K + 1 hat functions per column
+DEFAULT_KNOTS = 6              # K intervals on [-1, 1]: K + 1 hat functions per column
 DEFAULT_BLOCKS = 1
 N_BOOT = 200
 CERTIFY_SHARE = 0.5
@@ -606,7 +606,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         Disjoint row blocks (by position), each released with the full epsilon
         (parallel composition).  ``blocks >= 2``: block-wise t statistic; 1: one
         Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
-    knots : int, default 8
+    knots : int, default 6
         Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
     auto_share : float in (0, 1), default 0.1
         The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
@@ -696,7 +696,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
 _UNTRUSTED = ("keep", "use")
 RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
                       "power_rule")
-DEFAULT_POWER_RULE = None
+DEFAULT_POWER_RULE = 0.3
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
