@@ -727,27 +727,38 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         adapters): what a test the run's budget cannot pay for answers, without
         touching the data ("dependent" keeps the edge).
     **options
-        ``method="release"``: ``blocks``, ``knots``, ``responses``
-        (``"quadratic"`` or ``"linear"``, see :meth:`ReleasedTable.test
-        <privci.release.ReleasedTable.test>`), ``untrusted`` (``"keep"`` or
-        ``"use"``) and ``auto_share``.  ``method="per-test"``: options of the
-        test, e.g. for PrivGCM's default spline fit public ``z_center`` /
-        ``z_scale`` (without them every conditional test spends 10% of its
-        epsilon releasing them), or ``regression="krr"`` with ``ridge_lambda``
-        and ``kernel_sigma``.  Every option is checked before anything is
+        ``method="release"``: ``blocks``, ``knots`` (default 6), ``responses``
+        (``"quadratic"``, the default, or ``"linear"``; see
+        :meth:`privci.ReleasedTable.test`), ``untrusted`` (``"keep"`` or
+        ``"use"``), ``power_rule`` (default 0.3, or None; Notes) and
+        ``auto_share``.  ``method="per-test"``: options of the test, e.g. for
+        PrivGCM's default spline fit public ``z_center`` / ``z_scale``
+        (without them every conditional test spends 10% of its epsilon
+        releasing them), or ``regression="krr"`` with ``ridge_lambda`` and
+        ``kernel_sigma``.  Every option is checked before anything is
         charged; an unknown or inapplicable option raises.
 
     Returns
     -------
     PCResult
         ``adjacency`` (bool, symmetric), ``directed`` (the CPDAG in
-        causal-learn's encoding), ``sepsets``, the ``pvalues``, the ``budget``
-        with its ledger, the ``guarantee`` and ``caveats``; with
-        ``method="release"`` also ``table``, the :class:`ReleasedTable
-        <privci.release.ReleasedTable>` (ask it further questions for free).
+        causal-learn's encoding), ``sepsets``, the ``pvalues``, the
+        ``budget`` with its ledger, the ``guarantee`` and ``caveats``; with
+        ``method="release"`` also ``table``, the
+        :class:`privci.ReleasedTable` (ask it further questions for free).
 
     Notes
     -----
+    *Power rule* (``method="release"``).  A test that cannot see a
+    dependence does not remove an edge.  Each answer carries
+    ``detectable_correlation``, the partial correlation at which it would
+    reject with probability about 1/2, computed from released values only
+    (post-processing; a field of the ``ReleasedTestResult``).  An
+    answer whose detectable correlation is above ``power_rule`` never removes
+    an edge, nor does an untrusted one (``untrusted="keep"``).  The level of
+    each test is unchanged; the rule trades precision for recall (measured in
+    ``vignettes/release_once_pc.py``; ``power_rule=None`` turns it off).
+
     The per-test split rule is public: it depends on ``epsilon``,
     ``max_order`` and the graph released so far (post-processing), never on
     the data directly.  At the start of order l, with K_l the number of
