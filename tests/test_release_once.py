@@ -261,8 +261,13 @@ def test_quadratic_responses_see_a_dependence_without_correlation():
     tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=2)
     assert tab.test(0, 1, responses="linear").pvalue > 0.05       # no correlation to see
     res = tab.test(0, 1)
-    assert res.pvalue < 1e-4 and len(res.component_pvalues) == 4
-    assert res.pvalue == pytest.approx(min(1.0, 4 * min(res.component_pvalues)))
+    assert res.pvalue < 1e-4 and len(res.component_pvalues) == 3
+    assert res.pvalue == pytest.approx(min(1.0, 3 * min(res.component_pvalues)))
+    # with two or more columns in S only the linear pair is tested
+    assert len(tab.test(0, 1, [2, 2]).component_pvalues) == 3
+    X4 = np.column_stack([X, rng.normal(size=n)])
+    tab4 = privci.release(X4, epsilon=5.0, bounds=4.0, rng=2)
+    assert len(tab4.test(0, 1, [2, 3]).component_pvalues) == 1
     with pytest.raises(ValueError, match="responses"):
         tab.test(0, 1, responses="cubic")
 

@@ -7,7 +7,9 @@
 # * ``level``: null rejection rate at alpha = 0.05 of ``.test`` on small null designs
 #   (linear / nonlinear / heteroscedastic, |S| = 0, 1, 2), a table of V = 5 columns
 #   (unused columns are independent noise), n = 10^4, eps in {1, 5, 20}, with 95%
-#   Monte Carlo (Wilson) intervals.
+#   Monte Carlo (Wilson) intervals.  (The first version's "hetero" design with |S| = 0
+#   shared one unobserved scale between x and y: uncorrelated but dependent, so not a
+#   null for the quadratic responses; x and y now have independent scales there.)
 # * ``pc``: adjacency F1 and precision of ``privci.causal.pc(method="release")`` on random
 #   5-node DAGs (Erdos-Renyi, expected degree 2), linear and nonlinear additive SEMs
 #   (g in {tanh(1.5x), sin, x, x^2 - 1}, |w| ~ U(0.5, 1.5)), n = 10^4, columns standardised
@@ -65,8 +67,11 @@ def null_design(kind, s, n, rng):
             x = np.tanh(1.5 * z[:, 0]) + (np.sin(z[:, 1]) if s > 1 else 0) + e1
             y = z[:, 0] ** 2 - 1 + (0.7 * z[:, 1] if s > 1 else 0) + e2
     elif kind == "hetero":
-        zz = z[:, 0] if s else rng.normal(size=n)
-        x, y = (0.3 + np.abs(zz)) * e1, (0.3 + np.abs(zz)) * e2
+        if s:
+            x, y = (0.3 + np.abs(z[:, 0])) * e1, (0.3 + np.abs(z[:, 0])) * e2
+        else:   # two independent scales: a shared unobserved scale would make x, y dependent
+            x = (0.3 + np.abs(rng.normal(size=n))) * e1
+            y = (0.3 + np.abs(rng.normal(size=n))) * e2
         if s == 2:
             x = x + 0.5 * z[:, 1]
     else:

@@ -82,6 +82,7 @@ CERTIFY_SHARE = 0.5
 MIN_SNR = 10.0               # released mass of a hat group, in noise sds
 # response functions of x_i and x_j (powers of the clipped, scaled column)
 _RESPONSES = {"linear": (1,), "quadratic": (1, 2)}
+QUADRATIC_MAX_S = 1          # the squared responses are used for |S| <= 1 only
 # bounds="auto" / centers="auto": a share of epsilon releases private medians and the
 # AUTO_QUANTILE quantile of |x - centre|; the bound is AUTO_WIDTH times that quantile
 # (about 4 standard deviations for a normal column, the scale the release was measured on)
@@ -221,8 +222,9 @@ class ReleasedTestResult:
         The parts of the variance of each statistic (sampling, noise bootstrap,
         allowance), one entry per response pair.
     component_pvalues : tuple of float
-        The p-value of each response pair (one for ``responses="linear"``, four for
-        ``"quadratic"``); ``pvalue`` is their Bonferroni combination.
+        The p-value of each response pair (one for ``responses="linear"`` or when S
+        has two or more columns, three for ``"quadratic"``); ``pvalue`` is their
+        Bonferroni combination.
     detectable_correlation : float
         The power read-out (post-processing of released values): the smallest, over
         the response pairs, partial correlation r at which this query would reject at
@@ -466,9 +468,12 @@ class ReleasedTable:
             The functions of x_i and x_j whose residual covariance is tested.
             ``"linear"``: the clipped u_i and u_j (one statistic; no power against a
             dependence with zero correlation, such as y = x^2).  ``"quadratic"``: the
-            four pairs of {u_i, u_i^2} x {u_j, u_j^2}, each with its own statistic, and
-            the Bonferroni p-value min(1, 4 min_k p_k).  Both are post-processing of the
-            same release.
+            three pairs (u_i, u_j), (u_i^2, u_j) and (u_i, u_j^2), each with its own
+            statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are post-processing of the
+            same release.  With two or more columns in S the squares' conditional
+            means have interactions that the additive fit cannot model (a level of 0.74
+            was measured for them in a linear design), so ``"quadratic"`` tests the
+            linear pair only there.
         alpha : ignored (kept for adapters); the p-value is returned.
 
         Returns
@@ -479,10 +484,16 @@ class ReleasedTable:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
         a, b, ss = self._key(i, j, S)
-        powers = _RESPONSES[responses]
+        # the squares' conditional means given two or more columns have interactions the
+        # additive fit cannot model (x = z1 + z2 + e: E[x^2 | z] has 2 z1 z2), which biases
+        # the squared pairs under the null: there only the linear pair is tested
+        powers = _RESPONSES[responses] if len(ss) <= QUADRATIC_MAX_S else _RESPONSES["linear"]
         m = len(powers)
         nr = 2 * m
-        pairs = [(r, m + t) for r in range(m) for t in range(m)]
+        # the pairs with at most one squared response: (u_i, u_j), (u_i^2, u_j), (u_i, u_j^2)
+        # ((u_i^2, u_j^2) adds little power for PC and is the most sensitive to
+        # heteroscedasticity)
+        pairs = [(r, m + t) for r in range(m) for t in range(m) if r + t <= 1]
         ra = np.array([r for r, _ in pairs])
         rb = np.array([t for _, t in pairs])
         C, pen = self._design(a, b, ss, powers)
@@ -527,7 +538,8 @@ class ReleasedTable:
             base = k * np.var(Tb, axis=0, ddof=1)
             name = "t"
         else:
-            base = Taa * Tbb / self.n + var_noise
+            hf = self._hetero_factor(C, nr, ss, ra, rb)
+            base = Taa * Tbb / self.n * hf + var_noise
             name = "z"
         var = base + allow2
         from scipy.special import ndtr, ndtri, stdtr
@@ -569,10 +581,63 @@ class ReleasedTable:
                            "not evidence of independence.")
         parts = {"base": base.tolist(), "noise_bootstrap": var_noise.tolist(),
                  "allowance": allow2.tolist()}
+        if k == 1:
+            parts["hetero_factor"] = hf.tolist()
         stat = stats[best]
         return ReleasedTestResult(float(stat), p, name, float(T[0] / self.n), float(share),
                                   bool(fit_ok), bool(trusted), names, tuple(caveats), parts,
                                   tuple(ps), detectable)
+
+    def _hetero_factor(self, C, nr, ss, ra, rb):
+        """Heteroscedasticity factor of the sampling variance, per response pair (>= 1).
+
+        Under the null, Var(T) = n E[r_a^2 r_b^2] = n E[V_a(S) V_b(S)], which exceeds
+        the homoscedastic T_aa T_bb / n when the two conditional variances move together.
+        For each column s of S the released cross moments give, per (grouped) hat bin g of
+        s, the mass m_g and the first two moments of each response (f and f^2 are both in
+        the span of the response column's hats), hence its variance V_g within the bin.
+        The factor n sum_g m_g V_ag V_bg / (sum_g m_g V_ag)(sum_g m_g V_bg) is taken at
+        its largest over the columns of S and never below 1 (1 when S is empty: then
+        E[r_a^2 r_b^2] = E[r_a^2] E[r_b^2] under independence).  Post-processing only.
+        """
+        npair = len(ra)
+        out = np.ones(npair)
+        if not ss:
+            return out
+        K1 = self.knots + 1
+        G = self.gram
+        t = np.linspace(-1.0, 1.0, K1)
+        resp = C[:, :nr]                       # f(t_l) on the response column's hats
+        # f^2 on the same hats: square the coefficients (the interpolant of f^2)
+        resp2 = resp ** 2
+        for s_col in ss:
+            groups = self._groups[s_col]
+            E = np.zeros((G.shape[0], len(groups)))
+            for gi, g in enumerate(groups):
+                E[[s_col * K1 + kk for kk in g], gi] = 1.0
+            ones = np.zeros(G.shape[0])
+            ones[s_col * K1:(s_col + 1) * K1] = 1.0
+            m = E.T @ G @ ones                                  # mass of each bin
+            if np.sum(m > 0) < 2:
+                continue
+            # the conditional moments E[f | z_s] and E[f^2 | z_s] as hat functions of z_s:
+            # deconvolve the released cross moments by the bins' Gram matrix (ridge at the
+            # noise level), then V = E[f^2 | z] - E[f | z]^2 at the knots
+            Gz = E.T @ G @ E
+            lam = self.noise_scale * math.sqrt(self.blocks) * math.sqrt(len(groups))
+            Gz = Gz + lam * np.eye(len(groups))
+            m1 = np.linalg.solve(Gz, E.T @ G @ resp)            # bins x responses
+            m2 = np.linalg.solve(Gz, E.T @ G @ resp2)
+            Vg = np.maximum(m2 - m1 ** 2, 0.0)
+            mm = np.maximum(m, 0.0)
+            va, vb = Vg[:, ra], Vg[:, rb]
+            num = self.n * np.sum(mm[:, None] * va * vb, axis=0)
+            den = np.sum(mm[:, None] * va, axis=0) * np.sum(mm[:, None] * vb, axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fac = np.where(den > 0, num / den, 1.0)
+            out = np.maximum(out, np.nan_to_num(fac, nan=1.0, posinf=1.0))
+        del t
+        return out
 
     def pvalue(self, i, j, S=()):
         """The p-value of :meth:`test` (for PC-style callers)."""
