@@ -28,7 +28,8 @@ The mechanism (proof on the documentation page "Release once, test many")
    epsilon-DP; a row lies in one block, so all blocks together are epsilon-DP
    (parallel composition) under the replacement of one row.
 3. **Tests** (post-processing).  For (i, j | S) the responses are the clipped
-   u_i and u_j (vectors in feature space), the regressors the hat features of
+   u_i and u_j (and, with ``responses="quadratic"`` and |S| <= 1, their
+   squares: three pairs, Bonferroni; vectors in feature space), the regressors the hat features of
    the columns in S (a constant when S is empty).  From the pooled Gram
    matrix, u_i and u_j are each regressed on the additive hat basis of S with a
    second-difference penalty (no shrinkage of linear functions) and an
@@ -40,10 +41,11 @@ The mechanism (proof on the documentation page "Release once, test many")
      of freedom.  Each T_b carries its own block's sampling variation *and* its
      own Laplace noise, so the block spread sees both (heteroscedastic data
      included).
-   - ``blocks == 1`` (default; the measured choice, see the docs page): z = T / sqrt(T_ii T_jj / n + V_noise + B^2), where
-     V_noise is a parametric bootstrap of T over the released noise scale
-     (the fit recomputed every draw).  The sampling part assumes
-     homoscedastic residual products.
+   - ``blocks == 1`` (default; the measured choice, see the docs page):
+     z = T / sqrt(H T_ii T_jj / n + V_noise + B^2), where V_noise is a
+     parametric bootstrap of T over the released noise scale (the fit
+     recomputed every draw) and H >= 1 a heteroscedasticity factor from the
+     released conditional variances of the responses given each column of S.
 
    In both modes a **fit check** compares T with the same statistic from an
    unpenalised (floor-only) fit; the difference B is added to the variance as
@@ -469,8 +471,8 @@ class ReleasedTable:
             ``"linear"``: the clipped u_i and u_j (one statistic; no power against a
             dependence with zero correlation, such as y = x^2).  ``"quadratic"``: the
             three pairs (u_i, u_j), (u_i^2, u_j) and (u_i, u_j^2), each with its own
-            statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are post-processing of the
-            same release.  With two or more columns in S the squares' conditional
+            statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are
+            post-processing of the same release.  With two or more columns in S the squares' conditional
             means have interactions that the additive fit cannot model (a level of 0.74
             was measured for them in a linear design), so ``"quadratic"`` tests the
             linear pair only there.
