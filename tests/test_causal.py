@@ -530,3 +530,18 @@ def test_pgmpy_and_tigramite_on_a_release():
     test = pgmpy_ci_test(df, table=tab)
     PC(ci_test=test, variant="stable", show_progress=False).fit(df)
     assert test.private.n_released >= 6
+
+
+def test_power_rule_keeps_edges_that_no_adequate_test_removed():
+    rng = np.random.default_rng(10)
+    n = 3000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    X = np.column_stack([a, b, c, rng.normal(size=n)])
+    low = pc(X, epsilon=0.2, bounds=4.0, rng=1)
+    assert any("power rule" in c for c in low.caveats)
+    assert low.adjacency.sum() >= pc(X, epsilon=0.2, bounds=4.0, rng=1,
+                                     power_rule=None).adjacency.sum()
+    # every removal was made by a test that could see a partial correlation of 0.3
+    for (i, j), s in low.sepsets.items():
+        assert low.table.test(i, j, list(s)).detectable_correlation <= 0.3
