@@ -68,7 +68,7 @@ def oracle_test(data):
 def test_pc_recovers_the_cpdag_with_an_oracle_and_charges_each_test_once():
     data = four_node()
     test = oracle_test(data)
-    res = pc(data, epsilon=2.0, bounds=BOUNDS, test=test)
+    res = pc(data, epsilon=2.0, bounds=BOUNDS, test=test, method="per-test")
     edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
     assert edges == TRUE_SKELETON
     np.testing.assert_array_equal(res.adjacency, res.adjacency.T)
@@ -88,7 +88,7 @@ def test_pc_recovers_the_cpdag_with_an_oracle_and_charges_each_test_once():
 
 def test_pc_on_the_four_node_dag_with_privgcm_never_exceeds_epsilon():
     data = four_node()
-    res = pc(data, epsilon=10.0, bounds=BOUNDS, rng=3)
+    res = pc(data, epsilon=10.0, bounds=BOUNDS, rng=3, method="per-test")
     assert res.budget.spent <= 10.0 and res.budget.epsilon == 10.0
     assert res.adjacency.dtype == bool and res.adjacency.shape == (4, 4)
     assert not res.adjacency.diagonal().any()
@@ -101,15 +101,17 @@ def test_pc_on_the_four_node_dag_with_privgcm_never_exceeds_epsilon():
 def test_pc_with_an_outer_budget_charges_the_run_once():
     outer = PrivacyBudget(epsilon=3.0)
     res = pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()),
-             budget=outer)
+             budget=outer, method="per-test")
     assert outer.spent == 2.0 and len(outer.ledger) == 1
     assert "outer budget" in res.guarantee
     with pytest.raises(BudgetExceededError):
-        pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()), budget=outer)
+        pc(four_node(), epsilon=2.0, bounds=BOUNDS, test=oracle_test(four_node()), budget=outer,
+           method="per-test")
 
 
 def test_pc_zcdp_run():
-    res = pc(four_node(), epsilon=2.0, delta=1e-6, bounds=BOUNDS, test=oracle_test(four_node()))
+    res = pc(four_node(), epsilon=2.0, delta=1e-6, bounds=BOUNDS, test=oracle_test(four_node()),
+             method="per-test")
     assert res.budget.composition == "zcdp" and res.budget.spent <= 2.0
     assert "(2, 1e-06)-DP" in res.guarantee
 
@@ -127,9 +129,13 @@ def test_pc_zcdp_run():
     ({"x_bound": 3.0}, TypeError, "x_bound"),
 ])
 def test_pc_validation(kwargs, exc, match):
-    args = {"epsilon": 1.0, "bounds": BOUNDS, **kwargs}
+    outer = PrivacyBudget(epsilon=10.0)
+    args = {"epsilon": 1.0, "bounds": BOUNDS, "method": "per-test", **kwargs}
+    if "budget" not in kwargs:
+        args["budget"] = outer
     with pytest.raises(exc, match=match):
         pc(four_node(), **args)
+    assert outer.ledger == []
 
 
 def test_pc_rejects_bad_data():
@@ -161,7 +167,8 @@ def test_refused_release_computes_nothing_and_spends_nothing():
     data = four_node()
     test = oracle_test(data)
     b = PrivacyBudget(epsilon=1.0)
-    ci = PrivateCITest(data, budget=b, bounds=BOUNDS, epsilon_per_test=0.3, test=test)
+    ci = PrivateCITest(data, budget=b, bounds=BOUNDS, epsilon_per_test=0.3, test=test,
+                       on_exhausted="raise")
     for k, (i, j) in enumerate([(0, 1), (0, 2), (0, 3)]):
         ci.pvalue(i, j)
     assert len(test.calls) == 3 and b.spent == pytest.approx(0.9)
@@ -280,7 +287,7 @@ def test_causallearn_refuses_the_release_that_would_overspend():
     with pytest.raises(BudgetExceededError):
         # planned for 3 tests: the 4th of PC's 6 order-0 tests is refused before it is run
         cl_pc(data, 0.05, "privgcm", budget=budget, bounds=BOUNDS, max_tests=3, test=test,
-              show_progress=False)
+              on_exhausted="raise", show_progress=False)
     assert len(test.calls) == 3 and len(budget.ledger) == 3 and budget.spent <= 1.0
 
 
@@ -350,7 +357,8 @@ def test_pgmpy_labels_are_labels_not_positions():
 @pytest.mark.parametrize("split", ["levels", "halves", "tests"])
 def test_every_split_rule_recovers_the_oracle_graph_within_budget(split):
     data = four_node()
-    res = pc(data, epsilon=1.0, bounds=BOUNDS, test=oracle_test(data), split=split)
+    res = pc(data, epsilon=1.0, bounds=BOUNDS, test=oracle_test(data), split=split,
+             method="per-test")
     edges = {frozenset(e) for e in zip(*np.nonzero(np.triu(res.adjacency)))}
     assert edges == TRUE_SKELETON and res.budget.spent <= 1.0
     assert not res.refused and all(e > 0 for e in res.level_epsilon.values())
@@ -376,10 +384,164 @@ def test_public_z_options_reach_each_conditional_test(monkeypatch):
     x1 = x0 + 0.3 * rng.normal(size=3000)
     data = np.column_stack([x0, 2.0 * x1, 3.0 * (x1 + 0.3 * rng.normal(size=3000))]) / 4
     pc(data, epsilon=300.0, bounds=2.0, rng=1, z_center=[0.0, 0.5, -0.5],
-       z_scale=[1.0, 2.0, 3.0])
+       z_scale=[1.0, 2.0, 3.0], method="per-test")
     assert any(s[0] is None for s in seen) and any(s[0] is not None for s in seen)
     for d, zc, zs in seen:
         if d is None:
             assert zc is None and zs is None
         else:
             assert len(zc) == d and len(zs) == d and set(zs) <= {1.0, 2.0, 3.0}
+
+
+# --- issue 24: the release-once default and the user stumbles --------------------------------
+
+
+def test_pc_defaults_to_one_release():
+    import inspect
+    assert inspect.signature(pc).parameters["method"].default == "release"
+    assert '``method="release"`` (default)' in pc.__doc__
+    rng = np.random.default_rng(4)
+    n = 6000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    res = pc(np.column_stack([a, b, c]), epsilon=5.0, bounds=4.0, rng=2)
+    assert len(res.budget.ledger) == 1 and res.budget.ledger[0]["test"] == "privci.release"
+    assert res.table is not None and res.n_tests >= 3
+    assert res.edges() == [(0, "->", 2), (1, "->", 2)]
+
+
+def test_one_on_exhausted_default():
+    import inspect
+    assert inspect.signature(pc).parameters["on_exhausted"].default == "dependent"
+    assert inspect.signature(PrivateCITest).parameters["on_exhausted"].default == "dependent"
+    # an adapter's budget that runs out gives a graph back instead of raising mid-search
+    pytest.importorskip("causallearn")
+    from causallearn.search.ConstraintBased.PC import pc as cl_pc
+    register_causallearn()
+    data = four_node()
+    budget = PrivacyBudget(epsilon=1.0)
+    cg = cl_pc(data, 0.05, "privgcm", budget=budget, bounds=BOUNDS, max_tests=3,
+               test=oracle_test(data), show_progress=False)
+    assert cg.G.graph.shape == (4, 4) and len(budget.ledger) == 3
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"ridge_lamda": 5.0}, TypeError, "ridge_lamda"),                 # misspelled
+    ({"ridge_lambda": 2.0}, ValueError, "regression='krr'"),          # KRR option, spline fit
+    ({"kernel_sigma": 2.0}, ValueError, "regression='krr'"),
+    ({"z_scale": [1.0, 2.0]}, ValueError, "z_scale"),                 # wrong length
+    ({"bounds": "auto"}, ValueError, "method='release'"),
+    ({"centers": "auto"}, ValueError, "method='release'"),
+])
+def test_per_test_options_checked_before_any_charge(kwargs, exc, match):
+    outer = PrivacyBudget(epsilon=50.0)
+    args = {"epsilon": 10.0, "bounds": BOUNDS, "method": "per-test", "rng": 1, "budget": outer,
+            **kwargs}
+    with pytest.raises(exc, match=match):
+        pc(four_node(), **args)
+    assert outer.ledger == []
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"knots": 0}, "knots"), ({"untrusted": "drop"}, "untrusted"),
+    ({"responses": "cubic"}, "responses"), ({"auto_share": 1.5}, "auto_share"),
+    ({"ridge_lambda": 2.0}, "ridge_lambda"), ({"split": "tests"}, "split"),
+    ({"on_exhausted": "raise"}, "on_exhausted"), ({"bounds": "aut"}, "bounds"),
+])
+def test_release_options_checked_before_any_charge(kwargs, match):
+    outer = PrivacyBudget(epsilon=50.0)
+    args = {"epsilon": 10.0, "bounds": BOUNDS, "rng": 1, "budget": outer, **kwargs}
+    with pytest.raises((TypeError, ValueError), match=match):
+        pc(four_node(), **args)
+    assert outer.ledger == []
+
+
+def test_auto_bounds_and_centres_on_unstandardised_data():
+    rng = np.random.default_rng(8)
+    n = 8000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    X = np.column_stack([50 + 10 * a, -30 + 0.01 * b, 1000 + 200 * c])   # far from 0, +-4
+    res = pc(X, epsilon=8.0, bounds="auto", centers="auto", rng=3)
+    assert res.edges() == [(0, "->", 2), (1, "->", 2)]
+    assert res.table.auto_epsilon == pytest.approx(0.8) and res.budget.spent <= 8.0
+    assert "private centres/bounds" in res.guarantee and not any("clipping" in c
+                                                                  for c in res.caveats)
+    # the same data with the default centres 0 and bounds 4: the clipping is named
+    bad = pc(X, epsilon=8.0, bounds=4.0, rng=3)
+    assert sum("clipping bound" in c for c in bad.caveats) == 3
+
+
+def test_causallearn_accepts_a_dataframe_and_a_shared_release():
+    pytest.importorskip("causallearn")
+    pd = pytest.importorskip("pandas")
+    import privci
+    from causallearn.search.ConstraintBased.FCI import fci
+    from causallearn.search.ConstraintBased.PC import pc as cl_pc
+    register_causallearn()
+    df = pd.DataFrame(four_node(n=4000), columns=NAMES)
+    # causal-learn's own search asserts a numpy array: our test takes the frame's names
+    with pytest.raises(AssertionError):
+        cl_pc(df, 0.05, "privgcm", budget=PrivacyBudget(epsilon=5.0), bounds=BOUNDS, rng=1,
+              show_progress=False)
+    budget = PrivacyBudget(epsilon=5.0)
+    cit = register_causallearn()(df, budget=budget, bounds=BOUNDS, rng=1)
+    assert cit.private.names == NAMES and budget.ledger == []
+    X = df.to_numpy()
+    # release once, then PC and FCI ask any number of questions without another charge
+    outer = PrivacyBudget(epsilon=50.0)
+    tab = privci.release(df, epsilon=50.0, bounds=BOUNDS, rng=2, budget=outer)
+    cg = cl_pc(X, 0.05, "privgcm", table=tab, show_progress=False)
+    fci(X, "privgcm", 0.05, table=tab, show_progress=False, verbose=False)
+    assert len(outer.ledger) == 1 and tab.n_queries >= 6
+    edges = {frozenset(map(int, e)) for e in zip(*np.nonzero(np.triu(cg.G.graph != 0)))}
+    assert TRUE_SKELETON <= edges
+    with pytest.raises(ValueError, match="do not apply"):
+        cl_pc(X, 0.05, "privgcm", table=tab, bounds=4.0, show_progress=False)
+
+
+def test_tigramite_list_pc_alpha_refused_before_any_charge():
+    pytest.importorskip("tigramite")
+    from tigramite.data_processing import DataFrame
+    from tigramite.pcmci import PCMCI
+
+    budget = PrivacyBudget(epsilon=5.0)
+    test = tigramite_ci_test(budget=budget, bounds=BOUNDS, rng=1)
+    pcmci = PCMCI(DataFrame(four_node()), cond_ind_test=test, verbosity=0)
+    with pytest.raises(ValueError, match="one number as pc_alpha"):
+        pcmci.run_pcalg_non_timeseries_data(pc_alpha=[0.01, 0.05])
+    assert budget.ledger == []
+
+
+def test_pgmpy_and_tigramite_on_a_release():
+    import privci
+    pd = pytest.importorskip("pandas")
+    data = four_node(n=4000)
+    tab = privci.release(data, epsilon=5.0, bounds=BOUNDS, rng=2)
+    pytest.importorskip("tigramite")
+    from tigramite.data_processing import DataFrame
+    from tigramite.pcmci import PCMCI
+    pcmci = PCMCI(DataFrame(data), cond_ind_test=tigramite_ci_test(table=tab), verbosity=0)
+    pcmci.run_pcalg_non_timeseries_data(pc_alpha=0.05)
+    assert pcmci.cond_ind_test.private.n_released >= 6
+    pytest.importorskip("pgmpy")
+    from pgmpy.causal_discovery import PC
+    df = pd.DataFrame(data, columns=NAMES)
+    test = pgmpy_ci_test(df, table=tab)
+    PC(ci_test=test, variant="stable", show_progress=False).fit(df)
+    assert test.private.n_released >= 6
+
+
+def test_power_rule_keeps_edges_that_no_adequate_test_removed():
+    rng = np.random.default_rng(10)
+    n = 3000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
+    X = np.column_stack([a, b, c, rng.normal(size=n)])
+    low = pc(X, epsilon=0.2, bounds=4.0, rng=1)
+    assert any("power rule" in c for c in low.caveats)
+    assert low.adjacency.sum() >= pc(X, epsilon=0.2, bounds=4.0, rng=1,
+                                     power_rule=None).adjacency.sum()
+    # every removal was made by a test that could see a partial correlation of 0.3
+    for (i, j), s in low.sepsets.items():
+        assert low.table.test(i, j, list(s)).detectable_correlation <= 0.3

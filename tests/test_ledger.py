@@ -579,6 +579,18 @@ def check_pc(res, ledger, total, sc):
     return out
 
 
+def check_pc_release(res, ledger, total, sc):
+    out = []
+    spent = [r["epsilon"] for r in res.budget.ledger]
+    if spent != [sc.epsilon] or [r["test"] for r in res.budget.ledger] != ["privci.release"]:
+        out.append(f"one release of epsilon {sc.epsilon} expected; budget ledger {spent}")
+    if total > Fraction(sc.epsilon):
+        out.append(f"a row's releases spend {float(total)} > {sc.epsilon}")
+    if res.n_tests < 3:
+        out.append(f"only {res.n_tests} tests answered")
+    return out
+
+
 # --------------------------------------------------------------------------- scenarios
 
 def _xyz(n=300, dz=1, q=1, skew=False):
@@ -686,10 +698,19 @@ SCENARIOS = [
              lambda g: (lambda a, b: np.column_stack([a, b, a + b + 0.5 * g.normal(size=200)]))(
                  g.normal(size=200), g.normal(size=200)),
              lambda d, rng: __import__("privci.causal", fromlist=["pc"]).pc(
-                 d, epsilon=3.0, bounds=4.0, rng=rng),
+                 d, epsilon=3.0, bounds=4.0, rng=rng, method="per-test"),
              {"a-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": -BIG, "b": BIG, "c": BIG}),
               "c-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": BIG, "b": BIG, "c": -BIG})},
              (0, 100, 199), check_pc),
+    # pc's default: one release of the table (issue 24), every test post-processing
+    Scenario("causal.pc-release", 3.0, ("a", "b", "c"),
+             lambda g: (lambda a, b: np.column_stack([a, b, a + b + 0.5 * g.normal(size=200)]))(
+                 g.normal(size=200), g.normal(size=200)),
+             lambda d, rng: __import__("privci.causal", fromlist=["pc"]).pc(
+                 d, epsilon=3.0, bounds=4.0, rng=rng),
+             {"a-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": -BIG, "b": BIG, "c": BIG}),
+              "c-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": BIG, "b": BIG, "c": -BIG})},
+             (0, 100, 199), check_pc_release),
 ]
 
 

@@ -180,7 +180,8 @@ def test_no_raw_data_retained():
     assert all(s[0] != n for s in seen if len(s))
     assert set(vars(tab)) == {"_grams", "names", "bounds", "centers", "knots", "block_rows",
                               "n", "epsilon", "sensitivity", "noise_scale", "mechanism",
-                              "hardened", "_boot_seed", "n_queries", "_groups", "privacy"}
+                              "hardened", "_boot_seed", "n_queries", "_groups", "privacy",
+                              "auto_epsilon"}
 
 
 # --- level and power ----------------------------------------------------------------------
@@ -247,3 +248,57 @@ def test_released_table_is_post_processing_only():
     r1 = tab.test(0, 1, [2])
     r2 = tab.test(1, 0, [2])
     assert r1.pvalue == pytest.approx(r2.pvalue, abs=0.15)   # bootstrap draws differ
+
+
+# --- issue 24, second round: quadratic responses, power read-out, "auto" --------------------
+
+def test_quadratic_responses_see_a_dependence_without_correlation():
+    rng = np.random.default_rng(5)
+    n = 10_000
+    x = rng.normal(size=n)
+    y = (x * x - 1.0) / 1.4 + 0.5 * rng.normal(size=n)
+    X = np.column_stack([x, y, rng.normal(size=n)])
+    tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=2)
+    assert tab.test(0, 1, responses="linear").pvalue > 0.05       # no correlation to see
+    res = tab.test(0, 1)
+    assert res.pvalue < 1e-4 and len(res.component_pvalues) == 3
+    assert res.pvalue == pytest.approx(min(1.0, 3 * min(res.component_pvalues)))
+    # with two or more columns in S only the linear pair is tested
+    assert len(tab.test(0, 1, [2, 2]).component_pvalues) == 3
+    X4 = np.column_stack([X, rng.normal(size=n)])
+    tab4 = privci.release(X4, epsilon=5.0, bounds=4.0, rng=2)
+    assert len(tab4.test(0, 1, [2, 3]).component_pvalues) == 1
+    with pytest.raises(ValueError, match="responses"):
+        tab.test(0, 1, responses="cubic")
+
+
+def test_repeated_and_mirrored_queries_agree():
+    tab = _table()
+    p = tab.test(0, 1, [2]).pvalue
+    assert tab.test(0, 1, [2]).pvalue == p
+    assert tab.test(1, 0, [2]).pvalue == pytest.approx(p, rel=1e-9)
+
+
+def test_detectable_correlation_shrinks_with_epsilon():
+    small = _table(n=4000, eps=1.0).test(0, 1, [2]).detectable_correlation
+    large = _table(n=4000, eps=50.0).test(0, 1, [2]).detectable_correlation
+    assert 0 < large < small
+    assert large > 2.0 / np.sqrt(4000)        # never below the sampling limit
+
+
+def test_auto_bounds_and_centres_are_charged_inside_epsilon():
+    rng = np.random.default_rng(6)
+    n = 5000
+    z = rng.normal(size=n)
+    X = np.column_stack([100 + 5 * (z + rng.normal(size=n)), -40 + 0.1 * z, z])
+    budget = PrivacyBudget(epsilon=5.0)
+    tab = privci.release(X, epsilon=5.0, bounds="auto", centers="auto", rng=1, budget=budget)
+    assert budget.spent == pytest.approx(5.0) and len(budget.ledger) == 1
+    assert tab.auto_epsilon == pytest.approx(0.5) and tab.epsilon == 5.0
+    assert abs(tab.centers[0] - 100) < 1.0 and 15 < tab.bounds[0] < 40
+    assert tab.caveats == ()
+    assert tab.test(0, 1).pvalue < 1e-3
+    fixed = privci.release(X, epsilon=5.0, bounds=4.0, rng=1)     # centres 0: clipped
+    assert len(fixed.caveats) == 2 and fixed.edge_share(0) > 0.9
+    with pytest.raises(ValueError, match="auto_share"):
+        privci.release(X, epsilon=5.0, bounds="auto", auto_share=0.0)

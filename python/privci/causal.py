@@ -114,7 +114,7 @@ class PrivateCITest:
     data : array-like or DataFrame, shape (n, p)
         The private data, one row per individual.
     budget : PrivacyBudget
-        Charged before every release.
+        Charged before every release (optional with ``table``).
     bounds : float or sequence of p floats
         Public bounds: column k is clipped to ``centers[k] +- bounds[k]``
         when it is the X or Y of a test (PrivGCM's ``x_bound``/``y_bound``).
@@ -140,13 +140,24 @@ class PrivateCITest:
     rng : None, int or numpy Generator
         None: OpenDP's hardened noise in every test.  Given: reproducible
         numpy noise (simulations only; not hardened).
-    on_exhausted : {"raise", "dependent", "independent"}, default "raise"
-        When the budget refuses a test: raise :class:`BudgetExceededError`,
-        or answer without touching the data, p = 0 ("dependent": the edge
-        stays) or p = 1 ("independent").  The answer is recorded as not
-        released.
+    on_exhausted : {"dependent", "raise", "independent"}, default "dependent"
+        When the budget refuses a test: answer without touching the data,
+        p = 0 ("dependent": the edge stays; the default, as in :func:`pc`) or
+        p = 1 ("independent"), or raise :class:`BudgetExceededError` (which
+        escapes a peer's search mid-way, with the budget spent and no graph).
+        The answer is recorded as not released.
     names : sequence, optional
         Column names for the ledger (default: the DataFrame's columns or 0..p-1).
+    table : ReleasedTable, optional
+        Answer every question from one release (:func:`privci.release`, made
+        and charged beforehand): no further charge, however many questions
+        (PC then FCI on one release asks nothing twice of the budget).  Then
+        only ``responses`` and ``power_rule`` apply as test options, and an
+        answer that is not trusted, or whose ``detectable_correlation`` is
+        above ``power_rule`` (default 0.3), is returned as p = 0 (the edge
+        stays), as in :func:`pc`.
+    untrusted : {"keep", "use"}, default "keep"
+        With ``table``: "use" returns untrusted p-values as they are.
     **test_options
         Passed to the test (e.g. ``regression="krr"`` with ``ridge_lambda``,
         ``kernel_sigma``, ``kernel_approximation``; or, for PrivGCM's default
@@ -164,7 +175,9 @@ class PrivateCITest:
     answer, and different questions run concurrently.  The charge comes
     before the test reads the data, so a refused test computes nothing; a
     test that then fails (e.g. on a bad ``test_options`` value) has still
-    been charged (conservative).
+    been charged (conservative); the options are checked before the first
+    charge (unknown names, and for PrivGCM a dry run on public dummy data of
+    the same size), so a wrong option raises with nothing charged.
 
     Examples
     --------
@@ -181,30 +194,45 @@ class PrivateCITest:
     (True, 1)
     """
 
-    def __init__(self, data, *, budget, bounds, centers=0.0, epsilon_per_test=None,
+    def __init__(self, data, *, budget=None, bounds=None, centers=0.0, epsilon_per_test=None,
                  max_tests=None, max_order=None, test="privgcm", rng=None,
-                 on_exhausted="raise", names=None, **test_options):
+                 on_exhausted="dependent", names=None, table=None, untrusted="keep",
+                 **test_options):
         self.data, default_names = _as_matrix(data)
         n, p = self.data.shape
+        self.names = list(default_names if names is None else names)
+        if len(self.names) != p:
+            raise ValueError(f"`names` must have one entry per column ({p}); got "
+                             f"{len(self.names)} instead.")
+        if on_exhausted not in _ON_EXHAUSTED:
+            raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
+                             f"{on_exhausted!r} instead.")
+        self.on_exhausted = on_exhausted
+        self._cache = {}
+        self._locks = {}
+        self._lock = threading.Lock()
+        self.table = None
+        if table is not None:
+            self._init_table(table, n, p, budget, bounds, epsilon_per_test, max_tests, test,
+                             rng, untrusted, test_options)
+            return
         if not isinstance(budget, PrivacyBudget):
             raise TypeError("`budget` must be a privci.PrivacyBudget (one per data set, shared "
                             f"by all tests); got {type(budget).__name__} instead.")
         self.budget = budget
+        for name, value in (("bounds", bounds), ("centers", centers)):
+            if isinstance(value, str):
+                raise ValueError(f"`{name}={value!r}` is not available per test: release the "
+                                 "table once with privci.release(data, epsilon=..., "
+                                 f"{name}='auto', budget=budget) and pass table=; or release "
+                                 "them with privci.bounds.private_bounds.  Nothing was charged.")
         self.bounds = V.positive_bounds(bounds, "bounds", p)
         self.centers = V.public_centres(centers, "centers", p)
         if not (callable(test) or (isinstance(test, str) and test in _TESTS)):
             raise ValueError(f"`test` must be one of {_TESTS} or a callable; got {test!r} "
                              "instead.")
         self.test = test
-        if on_exhausted not in _ON_EXHAUSTED:
-            raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
-                             f"{on_exhausted!r} instead.")
-        self.on_exhausted = on_exhausted
         self.rng = None if rng is None else V.check_rng(rng)
-        self.names = list(default_names if names is None else names)
-        if len(self.names) != p:
-            raise ValueError(f"`names` must have one entry per column ({p}); got "
-                             f"{len(self.names)} instead.")
         self.max_order = None if max_order is None else V.check_int(max_order, "max_order", 0)
         if epsilon_per_test is not None:
             self.epsilon_per_test = V.positive_finite(epsilon_per_test, "epsilon_per_test")
@@ -219,9 +247,119 @@ class PrivateCITest:
                 raise TypeError(f"`{bad}` is set by PrivateCITest (from `bounds`, `centers`, "
                                 "`epsilon_per_test` and the budget); remove it from the test "
                                 "options.")
-        self._cache = {}
-        self._locks = {}
-        self._lock = threading.Lock()
+        if untrusted != "keep":
+            raise ValueError("`untrusted` applies to answers from a released table (table=) "
+                             f"only; got untrusted={untrusted!r} without a table.")
+        self.untrusted = untrusted
+        self._check_test_options(n, p)
+
+    def _init_table(self, table, n, p, budget, bounds, epsilon_per_test, max_tests, test, rng,
+                    untrusted, test_options):
+        from .release import _RESPONSES, ReleasedTable
+
+        if not isinstance(table, ReleasedTable):
+            raise TypeError("`table` must be a privci.ReleasedTable (from privci.release); got "
+                            f"{type(table).__name__} instead.")
+        if len(table.names) != p or table.n != n:
+            raise ValueError(f"`table` must be the release of this data ({n} rows, {p} "
+                             f"columns); got a release of {table.n} rows and "
+                             f"{len(table.names)} columns instead.")
+        given = [k for k, v in (("bounds", bounds), ("epsilon_per_test", epsilon_per_test),
+                                ("max_tests", max_tests), ("rng", rng)) if v is not None]
+        if test != "privgcm":
+            given.append("test")
+        extra = sorted(set(test_options) - {"responses", "power_rule"})
+        if given or extra:
+            raise ValueError("with `table=` every answer is post-processing of the release: "
+                             f"{given + extra} do not apply (the release fixed bounds, "
+                             "centres, epsilon and noise).  Nothing was charged.")
+        if budget is not None and not isinstance(budget, PrivacyBudget):
+            raise TypeError("`budget` must be None or a privci.PrivacyBudget; got "
+                            f"{type(budget).__name__} instead.")
+        if untrusted not in ("keep", "use"):
+            raise ValueError(f"`untrusted` must be 'keep' or 'use'; got {untrusted!r} instead.")
+        responses = test_options.get("responses", "quadratic")
+        if responses not in _RESPONSES:
+            raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
+                             f"{responses!r} instead.")
+        from .release import DEFAULT_POWER_RULE
+        power_rule = test_options.get("power_rule", DEFAULT_POWER_RULE)
+        if power_rule is not None and (isinstance(power_rule, bool) or not isinstance(
+                power_rule, (int, float)) or not 0.0 < power_rule <= 1.0):
+            raise ValueError(f"`power_rule` must be None or a number in (0, 1]; got "
+                             f"{power_rule!r} instead.")
+        self.power_rule = power_rule
+        self.table = table
+        self.responses = responses
+        self.untrusted = untrusted
+        self.budget = budget if budget is not None else PrivacyBudget(
+            table.epsilon, name="privci.release (already charged)")
+        self.test = "release"
+        self.test_options = {"responses": responses, "power_rule": power_rule}
+        self.epsilon_per_test = 0.0
+        self.max_tests = self.max_order = None
+        self.rng = None
+
+    def _check_test_options(self, n, p):
+        """Check the test options before anything is charged: names, then (PrivGCM) a dry
+        run on public dummy data of the same size (no private data is read)."""
+        import inspect
+        import warnings
+
+        opts = self.test_options
+        if callable(self.test):
+            try:
+                params = inspect.signature(self.test).parameters
+            except (TypeError, ValueError):   # builtins without a signature: trust them
+                return
+            if any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
+                return
+            unknown = sorted(set(opts) - set(params))
+            if unknown:
+                raise TypeError(f"the test {getattr(self.test, '__name__', 'callable')} takes "
+                                f"no option(s) {unknown}; nothing was charged.")
+            return
+        if not opts:
+            return
+        from .gcm import privgcm
+
+        params = inspect.signature(privgcm).parameters
+        open_ended = any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values())
+        unknown = sorted(k for k in opts if k not in params or k in ("x", "y", "z"))
+        if unknown and not open_ended:
+            raise TypeError(f"unknown test option(s) {unknown} for privgcm (see "
+                            "privci.privgcm's parameters); nothing was charged.")
+        rng = np.random.default_rng(0)
+        m = int(min(n, 50_000))
+        d = rng.normal(size=(m, 3))
+        for ss in ((), (0,)):
+            kw = self._options_for(ss, p_check=p)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    privgcm(d[:, 1], d[:, 2], d[:, list(ss)] if ss else None, epsilon=1.0,
+                            x_bound=4.0, y_bound=4.0, rng=0, **kw)
+            except (TypeError, ValueError) as err:
+                kind = "conditional" if ss else "unconditional"
+                raise type(err)(f"{err} (checked on public dummy data for a {kind} test, "
+                                "before anything was charged)") from None
+
+    def _options_for(self, ss, p_check=None):
+        """The test options of one test: per-column z_center / z_scale sliced to S."""
+        opts = dict(self.test_options)
+        if not ss:      # z's public centre and scale only concern conditional tests
+            opts.pop("z_center", None)
+            opts.pop("z_scale", None)
+            return opts
+        for name in ("z_center", "z_scale"):
+            if np.ndim(opts.get(name)) == 1:   # one per column of the data
+                vals = np.asarray(opts[name], dtype=float)
+                if p_check is not None and vals.shape[0] != p_check:
+                    raise ValueError(f"`{name}` must be a number or one per column of the data "
+                                     f"({p_check}); got {vals.shape[0]} entries instead.  "
+                                     "Nothing was charged.")
+                opts[name] = vals[list(ss)]
+        return opts
 
     # the engine is shared, never copied: copies would answer (and charge) apart
     def __copy__(self):
@@ -311,6 +449,15 @@ class PrivateCITest:
         return _Answer(0.0 if self.on_exhausted == "dependent" else 1.0, 0.0, False)
 
     def _answer(self, key, eps):
+        if self.table is not None:      # post-processing of a release: nothing is charged
+            i, j, ss = key
+            res = self.table.test(i, j, list(ss), responses=self.responses)
+            pv = res.pvalue
+            if (not res.trusted and self.untrusted == "keep") or (
+                    self.power_rule is not None
+                    and not res.detectable_correlation <= self.power_rule):
+                pv = 0.0       # an untrusted or underpowered answer never removes an edge
+            return _Answer(float(pv), 0.0, True)
         if not eps > 0.0:
             return self._refused(key, eps)
         name = "privgcm" if isinstance(self.test, str) else getattr(self.test, "__name__",
@@ -327,14 +474,7 @@ class PrivateCITest:
         else:
             from .gcm import privgcm
 
-            opts = dict(self.test_options)
-            if z is None:      # z's public centre and scale only concern conditional tests
-                opts.pop("z_center", None)
-                opts.pop("z_scale", None)
-            elif np.ndim(opts.get("z_center")) == 1:   # one per column of the data
-                opts["z_center"] = np.asarray(opts["z_center"], dtype=float)[list(ss)]
-            if z is not None and np.ndim(opts.get("z_scale")) == 1:
-                opts["z_scale"] = np.asarray(opts["z_scale"], dtype=float)[list(ss)]
+            opts = self._options_for(ss)
             res = privgcm(x, y, z, epsilon=eps, x_bound=self.bounds[i], y_bound=self.bounds[j],
                           x_center=self.centers[i], y_center=self.centers[j], rng=self.rng,
                           **opts)
@@ -377,8 +517,13 @@ class PCResult:
         The total epsilon of the run; ``budget.spent`` never exceeds it.
     alpha : float
     budget : PrivacyBudget
-        The run's budget, with its ledger (one record per released test).
+        The run's budget, with its ledger (one record per released test, or one
+        record for the release).
     guarantee : str
+    caveats : tuple of str
+    table : ReleasedTable or None
+        ``method="release"``: the release the run was answered from (further
+        queries are free); None for the per-test path.
     """
 
     adjacency: np.ndarray
@@ -394,6 +539,7 @@ class PCResult:
     budget: PrivacyBudget
     guarantee: str
     caveats: Tuple[str, ...] = field(default=())
+    table: object = None
 
     def edges(self):
         """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--"."""
@@ -429,6 +575,41 @@ def _candidate_sets(adj_sets, i, j, order):
 def _count_sets(adj_sets, i, j, order):
     a, b = adj_sets[i] - {j}, adj_sets[j] - {i}
     return math.comb(len(a), order) + math.comb(len(b), order) - math.comb(len(a & b), order)
+
+
+def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
+    """PC-stable's skeleton search, shared by every path of :func:`pc`.
+
+    ``ask(i, j, S)`` returns ``(p_value, may_remove)``: the edge i - j is removed, with
+    separating set S, at the first candidate set whose p-value exceeds ``alpha`` and
+    which ``may_remove``.  ``before_order(order, plan, adj_sets, edges)`` is called at
+    the start of each order (the per-test path plans its epsilon there).  Adjacencies
+    are frozen within an order (PC-stable).  Returns (adjacency, sepsets, orders run).
+    """
+    top = p - 2 if top is None else min(top, p - 2)
+    adj = ~np.eye(p, dtype=bool)
+    sepsets, orders = {}, []
+    for order in range(top + 1):
+        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
+        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
+        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
+        plan = [(i, j, c) for i, j, c in plan if c]
+        if not plan:
+            break
+        orders.append(order)
+        if before_order is not None:
+            before_order(order, plan, adj_sets, edges)
+        removed = []
+        for i, j, cands in plan:
+            for s in cands:
+                pv, may_remove = ask(i, j, s)
+                if may_remove and pv > alpha:
+                    removed.append((i, j))
+                    sepsets[(i, j)] = tuple(s)
+                    break
+        for i, j in removed:
+            adj[i, j] = adj[j, i] = False
+    return adj, sepsets, orders
 
 
 def _orient(adj, sepsets):
@@ -484,18 +665,29 @@ def _orient(adj, sepsets):
     return g
 
 
-def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=None,
-       max_order=None, split="levels", delta=None, composition=None, budget=None,
-       on_exhausted="dependent", method="per-test", **test_options):
+def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=None,
+       max_order=None, budget=None, test="privgcm", split="levels", delta=None,
+       composition=None, on_exhausted="dependent", **options):
     """Private PC: the skeleton and CPDAG of a causal graph from private CI tests.
 
     PC-stable (Colombo and Maathuis 2014): for orders l = 0, 1, ..., with the
     adjacencies frozen at the start of each order, every remaining edge
     i - j is tested against the conditioning sets of size l drawn from
     adj(i) \\ {j} and adj(j) \\ {i}; the first test with p > alpha removes
-    the edge and records its separating set.  Every test is a private test
-    (PrivGCM) charged to a :class:`~privci.budget.PrivacyBudget` of total
-    ``epsilon`` before it reads the data; the graph is post-processing.
+    the edge and records its separating set.  The graph is post-processing of
+    the private answers, so the run is ``epsilon``-DP under the replacement of
+    one row.
+
+    Two ways to spend ``epsilon``:
+
+    - ``method="release"`` (default): one :func:`privci.release` of the whole
+      table with the total ``epsilon``; every test is post-processing of it, so
+      the number of tests costs nothing.  A test that is not trusted (its fit
+      check failed, or the noise swamps a released residual variance) never
+      removes an edge (``untrusted="keep"``).
+    - ``method="per-test"``: every test is a PrivGCM test (or ``test``), charged
+      to a :class:`~privci.budget.PrivacyBudget` of total ``epsilon`` before it
+      reads the data, with epsilon split over the tests by ``split``.
 
     Parameters
     ----------
@@ -503,56 +695,76 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         The private data (rows are individuals).
     epsilon : float
         Total privacy budget of the run (> 0).
-    bounds : float or sequence of p floats
-        Public bounds per column (fixed before seeing the data).
-    centers : float or sequence of p floats, default 0.0
-        Public centres per column.
+    bounds : float, sequence of p floats, or "auto"
+        Public bounds per column (fixed before seeing the data): column k is
+        clipped to ``centers[k] +- bounds[k]``.  ``"auto"`` (``method="release"``
+        only): released privately with a share ``auto_share`` (default 0.1) of
+        ``epsilon``.  Columns far from ``centers`` with too small bounds are
+        clipped: the result's ``caveats`` name columns whose released share of
+        rows at the bounds is above 5%.
+    centers : float, sequence of p floats, or "auto", default 0.0
+        Public centres per column (``"auto"``: private medians, ``method="release"``
+        only).
     alpha : float, default 0.05
         Level of each test.
-    test : "privgcm" or callable, default "privgcm"
-        See :class:`PrivateCITest`.
+    method : {"release", "per-test"}, default "release"
     rng : None, int or numpy Generator
-        None: hardened OpenDP noise.  Given: reproducible numpy noise.
+        None: hardened OpenDP noise.  Given: reproducible numpy noise
+        (simulations only).
     max_order : int, optional
         Largest conditioning set (default p - 2).
-    split : {"levels", "halves", "tests"}, default "levels"
-        The public rule that splits the total over the tests (below).
-    delta, composition : optional
-        ``composition="zcdp"`` with ``delta`` accounts by zCDP and makes the
-        run (epsilon, delta)-DP (see :class:`~privci.budget.PrivacyBudget`).
     budget : PrivacyBudget, optional
         An outer (pure-DP) budget of the data set: the whole run is charged
-        to it as one epsilon-DP release before it starts.
-    on_exhausted : {"dependent", "raise", "independent"}, default "dependent"
-        What a test the run's budget cannot pay for answers (without
-        touching the data): "dependent" keeps the edge.  The split rule
-        never plans more than the budget, so this only matters for the
-        last, rounded tests.
-    method : {"per-test", "release"}, default "per-test"
-        ``"release"``: one :func:`privci.release` of the whole table with the total
-        ``epsilon``; every test is post-processing of it (``test``, ``split``,
-        ``delta``, ``composition`` and ``on_exhausted`` do not apply; ``test_options``
-        may hold ``blocks``, ``knots`` and ``untrusted``).  Its level is measured in
-        ``vignettes/release_once_pc.py``, not proved; the per-test path stays the
-        default until it is validated on the level stress classes.
-    **test_options
-        Passed to the test (``ridge_lambda``, ``kernel_sigma``, ...).
+        to it as one epsilon-DP release before it starts (after every option
+        is validated).
+    test, split, delta, composition, on_exhausted
+        ``method="per-test"`` only (passing them with ``method="release"`` is an
+        error).  ``test``: "privgcm" or a callable (see :class:`PrivateCITest`);
+        ``split`` in {"levels", "halves", "tests"}: the public rule that splits
+        ``epsilon`` over the tests (Notes); ``composition="zcdp"`` with ``delta``
+        accounts by zCDP (an (epsilon, delta)-DP run); ``on_exhausted`` in
+        {"dependent", "raise", "independent"} (default "dependent", as in the
+        adapters): what a test the run's budget cannot pay for answers, without
+        touching the data ("dependent" keeps the edge).
+    **options
+        ``method="release"``: ``blocks``, ``knots`` (default 6), ``responses``
+        (``"quadratic"``, the default, or ``"linear"``; see
+        :meth:`privci.ReleasedTable.test`), ``untrusted`` (``"keep"`` or
+        ``"use"``), ``power_rule`` (default 0.3, or None; Notes) and
+        ``auto_share``.  ``method="per-test"``: options of the test, e.g. for
+        PrivGCM's default spline fit public ``z_center`` / ``z_scale``
+        (without them every conditional test spends 10% of its epsilon
+        releasing them), or ``regression="krr"`` with ``ridge_lambda`` and
+        ``kernel_sigma``.  Every option is checked before anything is
+        charged; an unknown or inapplicable option raises.
 
     Returns
     -------
     PCResult
         ``adjacency`` (bool, symmetric), ``directed`` (the CPDAG in
-        causal-learn's encoding), ``sepsets``, the released ``pvalues``,
-        the ``budget`` with its ledger, and the ``guarantee``.
+        causal-learn's encoding), ``sepsets``, the ``pvalues``, the
+        ``budget`` with its ledger, the ``guarantee`` and ``caveats``; with
+        ``method="release"`` also ``table``, the
+        :class:`privci.ReleasedTable` (ask it further questions for free).
 
     Notes
     -----
-    The split rule is public: it depends on ``epsilon``, ``max_order`` and
-    the graph released so far (post-processing), never on the data
-    directly.  At the start of order l, with K_l the number of distinct
-    tests planned at that order (cached questions are free) and L the
-    highest order still possible (max_order, and one less than the largest
-    degree of the current skeleton):
+    *Power rule* (``method="release"``).  A test that cannot see a
+    dependence does not remove an edge.  Each answer carries
+    ``detectable_correlation``, the partial correlation at which it would
+    reject with probability about 1/2, computed from released values only
+    (post-processing; a field of the ``ReleasedTestResult``).  An
+    answer whose detectable correlation is above ``power_rule`` never removes
+    an edge, nor does an untrusted one (``untrusted="keep"``).  The level of
+    each test is unchanged; the rule trades precision for recall (measured in
+    ``vignettes/release_once_pc.py``; ``power_rule=None`` turns it off).
+
+    The per-test split rule is public: it depends on ``epsilon``,
+    ``max_order`` and the graph released so far (post-processing), never on
+    the data directly.  At the start of order l, with K_l the number of
+    distinct tests planned at that order (cached questions are free) and L
+    the highest order still possible (max_order, and one less than the
+    largest degree of the current skeleton):
 
     - ``"levels"``: order l gets a share 1 / (L - l + 1) of what remains,
       split evenly over its K_l tests;
@@ -563,42 +775,54 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
 
     Tests skipped because their edge was already removed leave their
     epsilon for later orders; the budget's filter guarantees the total is
-    never exceeded (fully adaptive composition: each epsilon may depend on
-    earlier released answers).
-
-    Priv-PC's sieve-and-examine (sparse-vector screening) is not
-    implemented here.
+    never exceeded (fully adaptive composition).  The per-test path needs
+    much more epsilon than the release for the same graph (the documentation
+    page "Private causal discovery" has the measured F1).  Priv-PC's
+    sieve-and-examine (sparse-vector screening) is not implemented.
 
     Examples
     --------
     >>> import numpy as np
     >>> from privci.causal import pc
-    >>> rng = np.random.default_rng(1)
-    >>> a = rng.normal(size=2000); b = rng.normal(size=2000)
-    >>> c = a + b + 0.5 * rng.normal(size=2000)
-    >>> res = pc(np.column_stack([a, b, c]), epsilon=300.0, bounds=4.0, rng=2)
+    >>> rng = np.random.default_rng(2)
+    >>> a = rng.normal(size=5000); b = rng.normal(size=5000)
+    >>> c = (a + b) / 1.5 + 0.5 * rng.normal(size=5000)
+    >>> res = pc(np.column_stack([a, b, c]), epsilon=5.0, bounds=4.0, rng=2)
     >>> res.adjacency.astype(int)
     array([[0, 0, 1],
            [0, 0, 1],
            [1, 1, 0]])
     >>> res.edges()
     [(0, '->', 2), (1, '->', 2)]
-    >>> res.budget.spent <= 300.0
-    True
+    >>> len(res.budget.ledger), res.budget.spent <= 5.0
+    (1, True)
     """
     if method == "release":
-        from .release import _pc_release
+        from .release import RELEASE_PC_OPTIONS, _pc_release
 
-        extra = set(test_options) - {"blocks", "knots", "untrusted"}
-        if extra or test != "privgcm" or split != "levels" or delta is not None \
-                or composition is not None:
-            raise ValueError("method='release' takes no per-test options (test, split, delta, "
-                             f"composition, {sorted(extra) or 'test options'}); only blocks, "
-                             "knots and untrusted.")
+        extra = sorted(set(options) - set(RELEASE_PC_OPTIONS))
+        given = [name for name, value, default in (
+            ("test", test, "privgcm"), ("split", split, "levels"), ("delta", delta, None),
+            ("composition", composition, None), ("on_exhausted", on_exhausted, "dependent"))
+            if not (value is default or (isinstance(value, str) and value == default))]
+        if extra or given:
+            raise ValueError(f"method='release' does not take {extra + given}: its options "
+                             f"are {list(RELEASE_PC_OPTIONS)} (per-test options need "
+                             "method='per-test').  Nothing was charged.")
         return _pc_release(data, epsilon=epsilon, bounds=bounds, centers=centers, alpha=alpha,
-                           rng=rng, max_order=max_order, budget=budget, **test_options)
+                           rng=rng, max_order=max_order, budget=budget, **options)
     if method != "per-test":
-        raise ValueError(f"`method` must be 'per-test' or 'release'; got {method!r} instead.")
+        raise ValueError(f"`method` must be 'release' or 'per-test'; got {method!r} instead.")
+    test_options = options
+    for name, value in (("bounds", bounds), ("centers", centers)):
+        if isinstance(value, str):
+            raise ValueError(f"`{name}={value!r}` is supported by method='release' (the default) "
+                             "only; for the per-test path release them first with "
+                             "privci.bounds.private_bounds (its epsilon counts too).  Nothing "
+                             "was charged.")
+    if on_exhausted not in _ON_EXHAUSTED:
+        raise ValueError(f"`on_exhausted` must be one of {_ON_EXHAUSTED}; got "
+                         f"{on_exhausted!r} instead.")
     X, names = _as_matrix(data)
     n, p = X.shape
     eps_total = V.positive_finite(epsilon, "epsilon")
@@ -622,15 +846,10 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
         budget.charge(eps_total, test="privci.causal.pc",
                       details=f"PC on {p} columns, all tests of the run")
 
-    adj = ~np.eye(p, dtype=bool)
-    sepsets, level_eps, refused = {}, {}, []
-    for order in range(top + 1):
-        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
-        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
-        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
-        plan = [(i, j, c) for i, j, c in plan if c]
-        if not plan:
-            break
+    level_eps, refused = {}, []
+    state = {"eps": 0.0}
+
+    def before_order(order, plan, adj_sets, edges):
         k_now = sum(1 for i, j, c in plan for s in c if not tester.is_cached(i, j, s))
         if k_now == 0:
             eps_l = 0.0
@@ -646,20 +865,16 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, test="privgcm", rng=No
                             for i, j in edges)
                 share = k_now / (k_now + later)
             eps_l = run_budget.per_test_epsilon(k_now, share=min(1.0, share))
-        level_eps[order] = eps_l
-        removed = []
-        for i, j, cands in plan:
-            for s in cands:
-                cached = tester.is_cached(i, j, s)
-                pv = tester.pvalue(i, j, s, epsilon=eps_l)
-                if not cached and not tester._cache[tester.key(i, j, s)].released:
-                    refused.append((i, j, s))
-                if pv > alpha:
-                    removed.append((i, j))
-                    sepsets[(i, j)] = s
-                    break
-        for i, j in removed:
-            adj[i, j] = adj[j, i] = False
+        level_eps[order] = state["eps"] = eps_l
+
+    def ask(i, j, s):
+        cached = tester.is_cached(i, j, s)
+        pv = tester.pvalue(i, j, s, epsilon=state["eps"])
+        if not cached and not tester._cache[tester.key(i, j, s)].released:
+            refused.append((i, j, s))
+        return pv, True
+
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top, before_order=before_order)
     directed = _orient(adj, sepsets)
     pvalues = {k: a.pvalue for k, a in tester._cache.items() if a.released}
     joint = (f"{eps_total:g}-DP" if run_budget.composition == "pure"
@@ -702,6 +917,12 @@ def register_causallearn(name="privgcm"):
     ``epsilon_per_test`` the budget is split evenly over
     :func:`worst_case_tests` (or ``max_tests``), decided before any test.
 
+    Release once instead (recommended): ``tab = privci.release(X,
+    epsilon=..., bounds=..., budget=budget)``, then ``pc(X, alpha,
+    "privgcm", table=tab)`` and ``fci(X, "privgcm", alpha, table=tab)``
+    answer every question from the one release.  causal-learn's own search
+    needs a numpy array: pass ``df.to_numpy()`` and ``names=list(df.columns)``.
+
     Parameters
     ----------
     name : str, default "privgcm"
@@ -737,10 +958,14 @@ def register_causallearn(name="privgcm"):
             """causal-learn CI test: privci's private test, charged to one PrivacyBudget."""
 
             def __init__(self, data, budget=None, bounds=None, **kwargs):
+                if getattr(data, "columns", None) is not None and getattr(data, "ndim", 2) == 2:
+                    kwargs.setdefault("names", list(data.columns))   # a DataFrame
+                data = _as_matrix(data)[0]
                 super().__init__(data)
-                if budget is None:
+                if budget is None and kwargs.get("table") is None:
                     raise TypeError("causal-learn with a privci test needs `budget=` (a "
-                                    "privci.PrivacyBudget for this data set); got None.")
+                                    "privci.PrivacyBudget for this data set) or `table=` (a "
+                                    "privci.release of it); got neither.")
                 self.private = PrivateCITest(data, budget=budget, bounds=bounds, **kwargs)
                 params = repr(sorted((k, repr(v)) for k, v in kwargs.items()))
                 self.check_cache_method_consistent("privci", params)
@@ -791,7 +1016,7 @@ class _PgmpyCITest:
         return f"privci.causal.pgmpy_ci_test(budget={self.private.budget!r})"
 
 
-def pgmpy_ci_test(data, *, budget, bounds, centers=0.0, **options):
+def pgmpy_ci_test(data, *, budget=None, bounds=None, centers=0.0, **options):
     """A CI test for pgmpy's PC (``ci_test=``), private and charged to ``budget``.
 
     Parameters
@@ -801,7 +1026,9 @@ def pgmpy_ci_test(data, *, budget, bounds, centers=0.0, **options):
         names; the test reads the data kept here).
     budget, bounds, centers, **options
         See :class:`PrivateCITest` (``epsilon_per_test`` or ``max_tests``,
-        ``max_order``, ``rng``, ``on_exhausted``, test options).
+        ``max_order``, ``rng``, ``on_exhausted``, test options), or
+        ``table=`` (a :func:`privci.release` of ``data``: every answer is
+        post-processing, no budget needed).
 
     Returns
     -------
@@ -875,9 +1102,10 @@ def _tigramite_class():
             self.residual_based = False
             self._privci = dict(budget=budget, bounds=bounds, centers=centers,
                                 **(privci_options or {}))
-            if not isinstance(budget, PrivacyBudget):
-                raise TypeError("`budget` must be a privci.PrivacyBudget; got "
-                                f"{type(budget).__name__} instead.")
+            if not isinstance(budget, PrivacyBudget) and not (
+                    budget is None and self._privci.get("table") is not None):
+                raise TypeError("`budget` must be a privci.PrivacyBudget (or None with "
+                                f"table=); got {type(budget).__name__} instead.")
             self.private = None
 
         def set_dataframe(self, dataframe):
@@ -912,6 +1140,12 @@ def _tigramite_class():
             if len(xs) != 1 or len(ys) != 1:
                 raise ValueError("privci's tigramite test needs univariate X and Y; got "
                                  f"X={X!r}, Y={Y!r} instead.")
+            if alpha_or_thres is not None and (isinstance(alpha_or_thres, bool) or not
+                                               isinstance(alpha_or_thres, (int, float))):
+                raise ValueError("privci's tigramite test needs one number as pc_alpha; got "
+                                 f"{alpha_or_thres!r} (a list or None asks tigramite to select "
+                                 "pc_alpha by a score, which privci does not release).  "
+                                 "Nothing was charged.")
             pv = self.private.pvalue(xs[0], ys[0], zs)
             val = 1.0 - pv
             if alpha_or_thres is None:
@@ -929,13 +1163,14 @@ def _tigramite_class():
     return _TG_CLASS
 
 
-def tigramite_ci_test(*, budget, bounds, centers=0.0, **options):
+def tigramite_ci_test(*, budget=None, bounds=None, centers=0.0, **options):
     """A tigramite ``CondIndTest`` running privci's private test, charged to ``budget``.
 
     Parameters
     ----------
     budget, bounds, centers, **options
-        See :class:`PrivateCITest`; the data come from the ``DataFrame``
+        See :class:`PrivateCITest` (or ``table=``, a :func:`privci.release`
+        of the same data: no budget needed); the data come from the ``DataFrame``
         PCMCI gives the test (one data set, no mask, lag-0 tests only: i.i.d.
         rows, one per individual).
 

@@ -28,7 +28,8 @@ The mechanism (proof on the documentation page "Release once, test many")
    epsilon-DP; a row lies in one block, so all blocks together are epsilon-DP
    (parallel composition) under the replacement of one row.
 3. **Tests** (post-processing).  For (i, j | S) the responses are the clipped
-   u_i and u_j (vectors in feature space), the regressors the hat features of
+   u_i and u_j (and, with ``responses="quadratic"`` and |S| <= 1, their
+   squares: three pairs, Bonferroni; vectors in feature space), the regressors the hat features of
    the columns in S (a constant when S is empty).  From the pooled Gram
    matrix, u_i and u_j are each regressed on the additive hat basis of S with a
    second-difference penalty (no shrinkage of linear functions) and an
@@ -40,10 +41,11 @@ The mechanism (proof on the documentation page "Release once, test many")
      of freedom.  Each T_b carries its own block's sampling variation *and* its
      own Laplace noise, so the block spread sees both (heteroscedastic data
      included).
-   - ``blocks == 1`` (default; the measured choice, see the docs page): z = T / sqrt(T_ii T_jj / n + V_noise + B^2), where
-     V_noise is a parametric bootstrap of T over the released noise scale
-     (the fit recomputed every draw).  The sampling part assumes
-     homoscedastic residual products.
+   - ``blocks == 1`` (default; the measured choice, see the docs page):
+     z = T / sqrt(H T_ii T_jj / n + V_noise + B^2), where V_noise is a
+     parametric bootstrap of T over the released noise scale (the fit
+     recomputed every draw) and H >= 1 a heteroscedasticity factor from the
+     released conditional variances of the responses given each column of S.
 
    In both modes a **fit check** compares T with the same statistic from an
    unpenalised (floor-only) fit; the difference B is added to the variance as
@@ -75,11 +77,32 @@ _ONE = 1 << SCALE_BITS
 _SCALE_UNIT = 1.0 / float(1 << (2 * SCALE_BITS))   # one unit of the exact sums
 _EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to float exactly
 _CHUNK = 1 << 14
-DEFAULT_KNOTS = 8              # K intervals on [-1, 1]: K + 1 hat functions per column
+DEFAULT_KNOTS = 6              # K intervals on [-1, 1]: K + 1 hat functions per column
 DEFAULT_BLOCKS = 1
 N_BOOT = 200
 CERTIFY_SHARE = 0.5
 MIN_SNR = 10.0               # released mass of a hat group, in noise sds
+# response functions of x_i and x_j (powers of the clipped, scaled column)
+_RESPONSES = {"linear": (1,), "quadratic": (1, 2)}
+QUADRATIC_MAX_S = 1          # the squared responses are used for |S| <= 1 only
+# bounds="auto" / centers="auto": a share of epsilon releases private medians and the
+# AUTO_QUANTILE quantile of |x - centre|; the bound is AUTO_WIDTH times that quantile
+# (about 4 standard deviations for a normal column, the scale the release was measured on)
+AUTO_SHARE = 0.1
+AUTO_QUANTILE = 0.9
+AUTO_WIDTH = 2.5
+CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+def _check_auto_share(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not 0.0 < float(value) < 1.0:
+        raise ValueError(f"`auto_share` must be a number in (0, 1); got {value!r} instead.")
+    return float(value)
 
 
 def release_sensitivity(n_vars):
@@ -177,12 +200,15 @@ class ReleasedTestResult:
     Attributes
     ----------
     statistic : float
-        t (``blocks >= 2``, on ``blocks - 1`` degrees of freedom) or z (``blocks == 1``).
+        t (``blocks >= 2``, on ``blocks - 1`` degrees of freedom) or z (``blocks == 1``)
+        of the response pair with the smallest p-value.
     pvalue : float
-        Two-sided; 1.0 when the released statistics cannot support the query.
+        Two-sided, Bonferroni over the response pairs; 1.0 when the released
+        statistics cannot support the query.
     statistic_name : str
     partial_covariance : float
-        T / n, the released estimate of E[r_i r_j] on the scaled columns.
+        T / n for the linear pair (u_i, u_j), the released estimate of E[r_i r_j] on the
+        scaled columns.
     allowance_share : float
         The fit check: the share of the variance taken by the fit allowance B^2.
     fit_ok : bool
@@ -194,6 +220,19 @@ class ReleasedTestResult:
     query : tuple
         (i, j, S) as column names.
     caveats : tuple of str
+    variance_parts : dict
+        The parts of the variance of each statistic (sampling, noise bootstrap,
+        allowance), one entry per response pair.
+    component_pvalues : tuple of float
+        The p-value of each response pair (one for ``responses="linear"`` or when S
+        has two or more columns, three for ``"quadratic"``); ``pvalue`` is their
+        Bonferroni combination.
+    detectable_correlation : float
+        The power read-out (post-processing of released values): the smallest, over
+        the response pairs, partial correlation r at which this query would reject at
+        level 0.05 (Bonferroni) with probability about 1/2, r = z * sd(T) /
+        sqrt(T_ii T_jj).  ``pc``'s ``power_rule`` lets only queries with
+        r <= power_rule remove an edge.
     """
 
     statistic: float
@@ -206,6 +245,8 @@ class ReleasedTestResult:
     query: tuple
     caveats: Tuple[str, ...] = field(default=())
     variance_parts: dict = field(default_factory=dict)
+    component_pvalues: Tuple[float, ...] = field(default=())
+    detectable_correlation: float = math.nan
 
 
 class ReleasedTable:
@@ -218,7 +259,7 @@ class ReleasedTable:
 
     def __init__(self, *, grams, names, bounds, centers, knots, block_rows, epsilon,
                  sensitivity, noise_scale, mechanism, hardened, charge_statement,
-                 boot_seed):
+                 boot_seed, auto_epsilon=0.0):
         self._grams = grams                      # (k, p_f, p_f) released, symmetric
         self.names = list(names)
         self.bounds = np.asarray(bounds, dtype=float)
@@ -232,6 +273,7 @@ class ReleasedTable:
         self.mechanism = mechanism
         self.hardened = bool(hardened)
         self._boot_seed = boot_seed
+        self.auto_epsilon = float(auto_epsilon)
         self.n_queries = 0
         self._groups = [self._groups_for(v) for v in range(len(self.names))]
         self.privacy = {
@@ -240,7 +282,10 @@ class ReleasedTable:
             "sensitivity": self.sensitivity,
             "noise_scale": self.noise_scale,
             "blocks": len(self.block_rows),
-            "composition": ("one epsilon-DP release: the Laplace mechanism on the upper "
+            "auto_epsilon": self.auto_epsilon,
+            "composition": (("private centres/bounds (epsilon "
+                             f"{self.auto_epsilon:g}), then " if self.auto_epsilon else "")
+                            + "one epsilon-DP release: the Laplace mechanism on the upper "
                             "triangle of each row block's Gram matrix (L1 sensitivity "
                             f"{self.sensitivity:g} = V^2 + V), disjoint blocks (parallel "
                             "composition), replacement of one row"),
@@ -327,6 +372,31 @@ class ReleasedTable:
             [list(range(hi, K1))]
         return groups
 
+    def edge_share(self, v):
+        """The released share of rows in the outer hats of column v (post-processing).
+
+        The mass of the first and last hat (1_k^T G 1 over the hats of v) over n: at least
+        the share of rows clipped at -bound or +bound, plus the rows within one knot of
+        them.  A large value means the bounds or centres do not fit the column.
+        """
+        v = self._index(v, "v")
+        K1 = self.knots + 1
+        G = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1]
+        return float(max(0.0, G[0].sum() + G[-1].sum()) / self.n)
+
+    @property
+    def caveats(self):
+        """Public caveats about the release (e.g. columns that sit at their bounds)."""
+        out = []
+        for v, name in enumerate(self.names):
+            sh = self.edge_share(v)
+            if sh > CLIP_WARN:
+                out.append(f"column {name!r}: about {sh:.0%} of the rows are at or near its "
+                           "clipping bound (released); the bounds or centres do not fit this "
+                           "column (standardise with public constants, or use "
+                           "bounds='auto', centers='auto').")
+        return tuple(out)
+
     def active_range(self, v):
         """The released clipping range (t_lo, t_hi) of column v on the scaled axis [-1, 1]."""
         v = self._index(v, "v")
@@ -334,19 +404,21 @@ class ReleasedTable:
         t = np.linspace(-1.0, 1.0, self.knots + 1)
         return float(t[g[0][-1]]), float(t[g[-1][0]])
 
-    def _design(self, a, b, ss):
-        """Columns of C (feature space): u_a, u_b (clipped to the active ranges), then the
-        regressors (the grouped hats of the columns in S, or a constant)."""
+    def _design(self, a, b, ss, powers=(1,)):
+        """Columns of C (feature space): the response functions of column a (u_a^k for k in
+        ``powers``, u_a clipped to its active range), the same for b, then the regressors
+        (the grouped hats of the columns in S, or a constant)."""
         K1 = self.knots + 1
         pf = len(self.names) * K1
         t = np.linspace(-1.0, 1.0, K1)
         cols = []
         for v in (a, b):
-            c = np.zeros(pf)
-            for g in self._groups[v]:
-                knot = t[g[-1]] if g[0] == 0 else t[g[0]]
-                c[[v * K1 + k for k in g]] = knot
-            cols.append(c)
+            for power in powers:
+                c = np.zeros(pf)
+                for g in self._groups[v]:
+                    knot = t[g[-1]] if g[0] == 0 else t[g[0]]
+                    c[[v * K1 + k for k in g]] = knot ** power
+                cols.append(c)
         if not ss:
             c = np.zeros(pf)
             c[a * K1:(a + 1) * K1] = 1.0            # the constant (the hats sum to 1)
@@ -372,59 +444,83 @@ class ReleasedTable:
         return np.column_stack(cols), pen
 
     @staticmethod
-    def _stat(M, pen, lam, floor):
-        """Bilinear forms of the residuals: (T_ab, T_aa, T_bb) for M of shape (..., q, q)."""
-        Mz = M[..., 2:, 2:]
+    def _stat(M, pen, lam, floor, nr=2):
+        """Residual maps of the ``nr`` responses: c of shape (..., q, nr) with c^T M c the
+        Gram matrix of the residuals, for M of shape (..., q, q)."""
+        Mz = M[..., nr:, nr:]
         w, Vv = np.linalg.eigh(Mz + lam * pen)
         w = np.maximum(w, floor)
         inv = (Vv / w[..., None, :]) @ np.swapaxes(Vv, -1, -2)
-        beta = inv @ M[..., 2:, :2]                     # (..., qz, 2)
+        beta = inv @ M[..., nr:, :nr]                     # (..., qz, nr)
         q = M.shape[-1]
-        c = np.zeros(M.shape[:-2] + (q, 2))
-        c[..., 0, 0] = 1.0
-        c[..., 1, 1] = 1.0
-        c[..., 2:, :] = -beta
+        c = np.zeros(M.shape[:-2] + (q, nr))
+        for r in range(nr):
+            c[..., r, r] = 1.0
+        c[..., nr:, :] = -beta
         return c
 
-    def test(self, i, j, S=(), *, alpha=None):
+    def test(self, i, j, S=(), *, responses="quadratic", alpha=None):
         """Test column i independent of column j given the columns S (post-processing only).
 
         Parameters
         ----------
         i, j : column name or index
         S : sequence of column names or indices, or one of them
+        responses : {"quadratic", "linear"}, default "quadratic"
+            The functions of x_i and x_j whose residual covariance is tested.
+            ``"linear"``: the clipped u_i and u_j (one statistic; no power against a
+            dependence with zero correlation, such as y = x^2).  ``"quadratic"``: the
+            three pairs (u_i, u_j), (u_i^2, u_j) and (u_i, u_j^2), each with its own
+            statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are
+            post-processing of the same release.  With two or more columns in S the squares' conditional
+            means have interactions that the additive fit cannot model (a level of 0.74
+            was measured for them in a linear design), so ``"quadratic"`` tests the
+            linear pair only there.
         alpha : ignored (kept for adapters); the p-value is returned.
 
         Returns
         -------
         ReleasedTestResult
         """
+        if responses not in _RESPONSES:
+            raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
+                             f"{responses!r} instead.")
         a, b, ss = self._key(i, j, S)
-        C, pen = self._design(a, b, ss)
+        # the squares' conditional means given two or more columns have interactions the
+        # additive fit cannot model (x = z1 + z2 + e: E[x^2 | z] has 2 z1 z2), which biases
+        # the squared pairs under the null: there only the linear pair is tested
+        powers = _RESPONSES[responses] if len(ss) <= QUADRATIC_MAX_S else _RESPONSES["linear"]
+        m = len(powers)
+        nr = 2 * m
+        # the pairs with at most one squared response: (u_i, u_j), (u_i^2, u_j), (u_i, u_j^2)
+        # ((u_i^2, u_j^2) adds little power for PC and is the most sensitive to
+        # heteroscedasticity)
+        pairs = [(r, m + t) for r in range(m) for t in range(m) if r + t <= 1]
+        ra = np.array([r for r, _ in pairs])
+        rb = np.array([t for _, t in pairs])
+        C, pen = self._design(a, b, ss, powers)
         k = self.blocks
         Mb = np.einsum("pq,kpr,rs->kqs", C, self._grams, C, optimize=True)
         M = Mb.sum(axis=0)
-        q = M.shape[0]
+        q = M.shape[0] - nr + 2          # as with one response per side
         pooled_scale = self.noise_scale * math.sqrt(k)
         lam = pooled_scale * math.sqrt(q)
         floor = lam
-        c_pen = self._stat(M, pen, lam, floor)
-        c_free = self._stat(M, 0.0 * pen, lam, floor)
+        c_pen = self._stat(M, pen, lam, floor, nr)
+        c_free = self._stat(M, 0.0 * pen, lam, floor, nr)
 
-        def forms(Ms, c):
-            T_ab = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 1])
-            T_aa = np.einsum("...q,...qs,...s->...", c[..., 0], Ms, c[..., 0])
-            T_bb = np.einsum("...q,...qs,...s->...", c[..., 1], Ms, c[..., 1])
-            return T_ab, T_aa, T_bb
+        def gram(Ms, c):
+            return np.einsum("...qr,...qs,...st->...rt", c, Ms, c, optimize=True)
 
-        T, Taa, Tbb = forms(M, c_pen)
-        T_free = forms(M, c_free)[0]
-        B = T - T_free
+        G = gram(M, c_pen)
+        T = G[ra, rb]
+        Taa, Tbb = G[ra, ra], G[rb, rb]
+        B = T - gram(M, c_free)[ra, rb]
         names = (self.names[a], self.names[b], tuple(self.names[s] for s in ss))
-        caveats = []
-        rng = np.random.default_rng(self._boot_seed + 7919 * self.n_queries)
+        # the bootstrap's seed is a function of the query: a repeated or mirrored query
+        # gets the same answer
+        rng = np.random.default_rng([self._boot_seed, min(a, b), max(a, b), *ss])
         self.n_queries += 1
-        iu = np.triu_indices(C.shape[0])
         # parametric bootstrap over the released noise scale, on the used features only
         used = np.flatnonzero(np.any(C != 0, axis=1))
         Cu = C[used]
@@ -434,48 +530,116 @@ class ReleasedTable:
         E[:, iu_u[0], iu_u[1]] = rng.laplace(0.0, pooled_scale, (nb, iu_u[0].size))
         E = E + np.triu(E, 1).swapaxes(-1, -2)
         Mstar = M[None] + np.einsum("pq,bpr,rs->bqs", Cu, E, Cu, optimize=True)
-        cs_pen = self._stat(Mstar, pen, lam, floor)
-        cs_free = self._stat(Mstar, 0.0 * pen, lam, floor)
-        Ts = forms(Mstar, cs_pen)[0]
-        Bs = Ts - forms(Mstar, cs_free)[0]
-        var_noise = float(np.mean((Ts - T) ** 2))
-        var_B_noise = float(np.mean((Bs - B) ** 2))
-        allow2 = max(0.0, B * B - var_B_noise)
-        del iu
-        if Taa <= 0 or Tbb <= 0:
-            caveats.append("a released residual variance is not positive: the noise "
-                           "dominates this query; p = 1.")
-            return ReleasedTestResult(math.nan, 1.0, "none", T / self.n, math.nan, False,
-                                      False, names, tuple(caveats))
+        Ts = gram(Mstar, self._stat(Mstar, pen, lam, floor, nr))[:, ra, rb]
+        Bs = Ts - gram(Mstar, self._stat(Mstar, 0.0 * pen, lam, floor, nr))[:, ra, rb]
+        var_noise = np.mean((Ts - T) ** 2, axis=0)
+        var_B_noise = np.mean((Bs - B) ** 2, axis=0)
+        allow2 = np.maximum(0.0, B * B - var_B_noise)
         if k >= 2:
-            Tb = forms(Mb, c_pen[None])[0]
-            base = k * float(np.var(Tb, ddof=1))
+            Tb = gram(Mb, c_pen[None])[:, ra, rb]
+            base = k * np.var(Tb, axis=0, ddof=1)
             name = "t"
         else:
-            base = Taa * Tbb / self.n + var_noise
+            hf = self._hetero_factor(C, nr, ss, ra, rb)
+            base = Taa * Tbb / self.n * hf + var_noise
             name = "z"
         var = base + allow2
-        if not (np.isfinite(var) and var > 0):
-            caveats.append("the variance of the statistic is not positive; p = 1.")
-            return ReleasedTestResult(math.nan, 1.0, name, T / self.n, math.nan, False,
-                                      False, names, tuple(caveats))
-        share = allow2 / var
+        from scipy.special import ndtr, ndtri, stdtr
+        ps, stats, shares, caveats = [], [], [], []
+        degenerate = False
+        for c in range(len(pairs)):
+            if Taa[c] <= 0 or Tbb[c] <= 0 or not (np.isfinite(var[c]) and var[c] > 0):
+                degenerate = True
+                ps.append(1.0)
+                stats.append(math.nan)
+                shares.append(math.nan)
+                continue
+            st = float(T[c] / math.sqrt(var[c]))
+            stats.append(st)
+            shares.append(float(allow2[c] / var[c]))
+            if k >= 2:
+                ps.append(float(min(1.0, 2.0 * stdtr(k - 1, -abs(st)))))
+            else:
+                ps.append(float(min(1.0, 2.0 * ndtr(-abs(st)))))
+        zq = float(ndtri(1.0 - 0.025 / len(pairs)))
+        det = [zq * math.sqrt(var[c] / (Taa[c] * Tbb[c])) for c in range(len(pairs))
+               if Taa[c] > 0 and Tbb[c] > 0 and np.isfinite(var[c]) and var[c] > 0]
+        detectable = float(min(det)) if det else math.inf
+        best = int(np.argmin(ps))
+        p = float(min(1.0, len(pairs) * ps[best]))
+        if degenerate:
+            caveats.append("a released residual variance is not positive: the noise "
+                           "dominates part of this query (that part's p = 1).")
+        if all(math.isnan(x) for x in stats):
+            return ReleasedTestResult(math.nan, 1.0, "none", float(T[0] / self.n), math.nan,
+                                      False, False, names, tuple(caveats), {},
+                                      tuple(ps), math.inf)
+        share = max(x for x in shares if not math.isnan(x))
         fit_ok = share <= CERTIFY_SHARE
-        stat = T / math.sqrt(var)
-        if k >= 2:
-            from scipy.special import stdtr
-            p = float(min(1.0, 2.0 * stdtr(k - 1, -abs(stat))))
-        else:
-            from scipy.special import ndtr
-            p = float(min(1.0, 2.0 * ndtr(-abs(stat))))
-        trusted = fit_ok
+        trusted = fit_ok and not degenerate
         if not fit_ok:
             caveats.append(f"fit check failed: the allowance for the additive fit's bias is "
                            f"{share:.0%} of the variance; the p-value is conservative and is "
                            "not evidence of independence.")
-        parts = {"base": float(base), "noise_bootstrap": var_noise, "allowance": allow2}
-        return ReleasedTestResult(float(stat), p, name, float(T / self.n), float(share),
-                                  bool(fit_ok), bool(trusted), names, tuple(caveats), parts)
+        parts = {"base": base.tolist(), "noise_bootstrap": var_noise.tolist(),
+                 "allowance": allow2.tolist()}
+        if k == 1:
+            parts["hetero_factor"] = hf.tolist()
+        stat = stats[best]
+        return ReleasedTestResult(float(stat), p, name, float(T[0] / self.n), float(share),
+                                  bool(fit_ok), bool(trusted), names, tuple(caveats), parts,
+                                  tuple(ps), detectable)
+
+    def _hetero_factor(self, C, nr, ss, ra, rb):
+        """Heteroscedasticity factor of the sampling variance, per response pair (>= 1).
+
+        Under the null, Var(T) = n E[r_a^2 r_b^2] = n E[V_a(S) V_b(S)], which exceeds
+        the homoscedastic T_aa T_bb / n when the two conditional variances move together.
+        For each column s of S the released cross moments give, per (grouped) hat bin g of
+        s, the mass m_g and the first two moments of each response (f and f^2 are both in
+        the span of the response column's hats), hence its variance V_g within the bin.
+        The factor n sum_g m_g V_ag V_bg / (sum_g m_g V_ag)(sum_g m_g V_bg) is taken at
+        its largest over the columns of S and never below 1 (1 when S is empty: then
+        E[r_a^2 r_b^2] = E[r_a^2] E[r_b^2] under independence).  Post-processing only.
+        """
+        npair = len(ra)
+        out = np.ones(npair)
+        if not ss:
+            return out
+        K1 = self.knots + 1
+        G = self.gram
+        t = np.linspace(-1.0, 1.0, K1)
+        resp = C[:, :nr]                       # f(t_l) on the response column's hats
+        # f^2 on the same hats: square the coefficients (the interpolant of f^2)
+        resp2 = resp ** 2
+        for s_col in ss:
+            groups = self._groups[s_col]
+            E = np.zeros((G.shape[0], len(groups)))
+            for gi, g in enumerate(groups):
+                E[[s_col * K1 + kk for kk in g], gi] = 1.0
+            ones = np.zeros(G.shape[0])
+            ones[s_col * K1:(s_col + 1) * K1] = 1.0
+            m = E.T @ G @ ones                                  # mass of each bin
+            if np.sum(m > 0) < 2:
+                continue
+            # the conditional moments E[f | z_s] and E[f^2 | z_s] as hat functions of z_s:
+            # deconvolve the released cross moments by the bins' Gram matrix (ridge at the
+            # noise level), then V = E[f^2 | z] - E[f | z]^2 at the knots
+            Gz = E.T @ G @ E
+            lam = self.noise_scale * math.sqrt(self.blocks) * math.sqrt(len(groups))
+            Gz = Gz + lam * np.eye(len(groups))
+            m1 = np.linalg.solve(Gz, E.T @ G @ resp)            # bins x responses
+            m2 = np.linalg.solve(Gz, E.T @ G @ resp2)
+            Vg = np.maximum(m2 - m1 ** 2, 0.0)
+            mm = np.maximum(m, 0.0)
+            va, vb = Vg[:, ra], Vg[:, rb]
+            num = self.n * np.sum(mm[:, None] * va * vb, axis=0)
+            den = np.sum(mm[:, None] * va, axis=0) * np.sum(mm[:, None] * vb, axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fac = np.where(den > 0, num / den, 1.0)
+            out = np.maximum(out, np.nan_to_num(fac, nan=1.0, posinf=1.0))
+        del t
+        return out
 
     def pvalue(self, i, j, S=()):
         """The p-value of :meth:`test` (for PC-style callers)."""
@@ -483,7 +647,7 @@ class ReleasedTable:
 
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
-            blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS):
+            blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, auto_share=AUTO_SHARE):
     """Release a table's second moments once, with ``epsilon``; test any CI query for free.
 
     Parameters
@@ -492,11 +656,13 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         The private table (rows are individuals; V >= 2 columns).
     epsilon : float
         The epsilon of the single release (> 0).
-    bounds : float or sequence of V floats
+    bounds : float, sequence of V floats, or "auto"
         Public bounds: column v is scaled as (x_v - centers[v]) / bounds[v] and clipped
-        to [-1, 1].
-    centers : float or sequence of V floats, default 0.0
-        Public centres.
+        to [-1, 1].  ``"auto"``: released privately with a share ``auto_share`` of
+        ``epsilon`` (2.5 times the private 0.9-quantile of |x_v - centre|, about 4
+        standard deviations of a normal column; :func:`privci.bounds.private_bounds`).
+    centers : float, sequence of V floats, or "auto", default 0.0
+        Public centres; ``"auto"``: private medians (same share of epsilon).
     rng : None, int or numpy Generator
         None: OpenDP's hardened Laplace sampler.  Given: reproducible numpy noise
         (simulations only).
@@ -507,8 +673,12 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         Disjoint row blocks (by position), each released with the full epsilon
         (parallel composition).  ``blocks >= 2``: block-wise t statistic; 1: one
         Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
-    knots : int, default 8
+    knots : int, default 6
         Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
+    auto_share : float in (0, 1), default 0.1
+        The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
+        composition: they and the Gram matrices together are ``epsilon``-DP); unused
+        without ``"auto"``.
 
     Returns
     -------
@@ -528,8 +698,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     X, names = _names_and_matrix(data)
     n, nv = X.shape
     eps = V.positive_finite(epsilon, "epsilon")
-    b = V.positive_bounds(bounds, "bounds", nv)
-    c = V.public_centres(centers, "centers", nv)
+    auto_b, auto_c = _is_auto(bounds), _is_auto(centers)
+    b = None if auto_b else V.positive_bounds(bounds, "bounds", nv)
+    c = None if auto_c else V.public_centres(centers, "centers", nv)
+    share = _check_auto_share(auto_share)
     k = V.check_int(blocks, "blocks", 1)
     K = V.check_int(knots, "knots", 1)
     if K > 64:
@@ -551,8 +723,19 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     edges = _block_bounds(n, k)
     rows = np.diff(edges)
     sens = sens_base + _conversion_slack(int(rows.max()), ntri)
+    eps_auto = share * eps if (auto_b or auto_c) else 0.0
     statement = _charge(budget, eps, test="privci.release",
-                        details=f"Gram matrices of {nv} columns, {k} row blocks")
+                        details=f"Gram matrices of {nv} columns, {k} row blocks"
+                        + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
+    if eps_auto:
+        from .bounds import private_bounds
+        rel = private_bounds(X, epsilon=eps_auto, center=True if auto_c else c,
+                             bound=auto_b, bound_quantile=AUTO_QUANTILE, rng=gen)
+        if auto_c:
+            c = np.asarray(rel.center, dtype=float)
+        if auto_b:
+            b = np.maximum(AUTO_WIDTH * np.asarray(rel.bound, dtype=float), 1e-12)
+    eps = eps - eps_auto
     U = _scaled(X, c, b)
     grams = np.zeros((k, pf, pf))
     iu = np.triu_indices(pf)
@@ -569,24 +752,55 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     seed = int(np.random.default_rng(gen.integers(2 ** 32) if gen is not None else None)
                .integers(2 ** 31))
     return ReleasedTable(grams=grams, names=names, bounds=b, centers=c, knots=K,
-                         block_rows=rows.tolist(), epsilon=eps, sensitivity=sens,
+                         block_rows=rows.tolist(), epsilon=eps + eps_auto, sensitivity=sens,
                          noise_scale=info.scale, mechanism=info.mechanism,
-                         hardened=info.hardened, charge_statement=statement, boot_seed=seed)
+                         hardened=info.hardened, charge_statement=statement, boot_seed=seed,
+                         auto_epsilon=eps_auto)
 
 
 # --- private PC on one release ----------------------------------------------------------
 
+_UNTRUSTED = ("keep", "use")
+RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
+                      "power_rule")
+DEFAULT_POWER_RULE = 0.3
+
+
+def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
+                           auto_share, power_rule):
+    """Validate every option of a release-once PC before anything is charged."""
+    if not _is_auto(bounds):
+        V.positive_bounds(bounds, "bounds", p)
+    if not _is_auto(centers):
+        V.public_centres(centers, "centers", p)
+    V.check_int(blocks, "blocks", 1)
+    K = V.check_int(knots, "knots", 1)
+    if K > 64:
+        raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
+    if untrusted not in _UNTRUSTED:
+        raise ValueError(f"`untrusted` must be one of {_UNTRUSTED}; got {untrusted!r} instead.")
+    if responses not in _RESPONSES:
+        raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got {responses!r} "
+                         "instead.")
+    _check_auto_share(auto_share)
+    if power_rule is not None and (isinstance(power_rule, bool) or not isinstance(
+            power_rule, numbers.Real) or not 0.0 < float(power_rule) <= 1.0):
+        raise ValueError(f"`power_rule` must be None or a number in (0, 1]; got {power_rule!r} "
+                         "instead.")
+
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
-                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep"):
+                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
+                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
-    are post-processing.  ``untrusted="keep"``: a query whose fit check fails never
-    removes an edge; ``"use"``: its (conservative) p-value is used as it is.
+    are post-processing.  ``untrusted="keep"``: a query that is not trusted (fit check
+    failed, or a released residual variance not positive) never removes an edge;
+    ``"use"``: its (conservative) p-value is used as it is.
     """
     from .budget import PrivacyBudget
-    from .causal import PCResult, _candidate_sets, _orient
+    from .causal import PCResult, _orient, _pc_skeleton
 
     X, names = _names_and_matrix(data)
     n, p = X.shape
@@ -594,67 +808,59 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise ValueError(f"`alpha` must be a number in (0, 1); got {alpha!r} instead.")
     top = p - 2 if max_order is None else min(V.check_int(max_order, "max_order", 0), p - 2)
-    if untrusted not in ("keep", "use"):
-        raise ValueError(f"`untrusted` must be 'keep' or 'use'; got {untrusted!r} instead.")
     if budget is not None and not isinstance(budget, PrivacyBudget):
         raise TypeError(f"`budget` must be None or a privci.PrivacyBudget; got "
                         f"{type(budget).__name__} instead.")
-    # validate the release's own arguments before anything is charged
-    V.positive_bounds(bounds, "bounds", p)
-    V.public_centres(centers, "centers", p)
-    V.check_int(blocks, "blocks", 1)
-    V.check_int(knots, "knots", 1)
+    _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
+                           untrusted=untrusted, responses=responses, auto_share=auto_share,
+                           power_rule=power_rule)
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
-    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
-                    budget=run_budget, blocks=blocks, knots=knots)
     if budget is not None:
         budget.charge(eps, test="privci.causal.pc",
                       details=f"PC on {p} columns, one release of the table")
+    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
+                    budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
     del X
-    adj = ~np.eye(p, dtype=bool)
-    sepsets, pvalues, flagged = {}, {}, []
-    for order in range(top + 1):
-        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
-        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
-        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
-        plan = [(i, j, c) for i, j, c in plan if c]
-        if not plan:
-            break
-        removed = []
-        for i, j, cands in plan:
-            for s in cands:
-                key = (i, j, tuple(sorted(s)))
-                if key not in pvalues:
-                    res = table.test(i, j, list(s))
-                    pvalues[key] = res.pvalue
-                    if not res.trusted:
-                        flagged.append(key)
-                if key in flagged and untrusted == "keep":
-                    continue
-                if pvalues[key] > alpha:
-                    removed.append((i, j))
-                    sepsets[(i, j)] = tuple(s)
-                    break
-        for i, j in removed:
-            adj[i, j] = adj[j, i] = False
+    pvalues, flagged, weak = {}, set(), set()
+
+    def ask(i, j, s):
+        key = (i, j, tuple(sorted(s)))
+        if key not in pvalues:
+            res = table.test(i, j, list(s), responses=responses)
+            pvalues[key] = res.pvalue
+            if not res.trusted:
+                flagged.add(key)
+            if power_rule is not None and not res.detectable_correlation <= power_rule:
+                weak.add(key)
+        may_remove = not (key in flagged and untrusted == "keep") and key not in weak
+        return pvalues[key], may_remove
+
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
     directed = _orient(adj, sepsets)
-    guarantee = (f"one {eps:g}-DP release (privci.release: Laplace noise on the Gram matrices "
-                 f"of {blocks} disjoint row blocks, replacement of one row); the "
-                 f"{len(pvalues)} tests, the skeleton, separating sets and CPDAG are "
-                 "post-processing")
+    guarantee = (f"one {eps:g}-DP release (privci.release: "
+                 + (f"private centres/bounds with {table.auto_epsilon:g}, then " if
+                    table.auto_epsilon else "")
+                 + f"Laplace noise on the Gram matrices of {blocks} disjoint row blocks, "
+                 f"replacement of one row); the {len(pvalues)} tests, the skeleton, separating "
+                 "sets and CPDAG are post-processing")
     if budget is not None:
         guarantee += f"; the run was charged as one {eps:g}-DP release to the outer budget"
-    caveats = []
+    caveats = list(table.caveats)
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
+    if weak:
+        caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
+                       f"{power_rule:g} (power rule, released values only); they never removed "
+                       "an edge.")
     if flagged:
-        caveats.append(f"{len(flagged)} tests failed the fit check (conservative p-values); "
+        caveats.append(f"{len(flagged)} tests were not trusted (fit check failed or noise "
+                       "dominated; conservative p-values); "
                        + ("they never removed an edge." if untrusted == "keep" else
                           "their p-values were used as they are."))
     return PCResult(adjacency=adj, directed=directed, names=names, sepsets=sepsets,
                     pvalues=pvalues, level_epsilon={}, n_tests=len(pvalues), refused=(),
                     epsilon=eps, alpha=float(alpha), budget=run_budget, guarantee=guarantee,
-                    caveats=tuple(caveats))
+                    caveats=tuple(caveats), table=table)

@@ -1,10 +1,11 @@
 #' Differentially private PC algorithm
 #'
 #' The PC algorithm (PC-stable) with private conditional independence tests,
-#' computed by the Python function `privci.causal.pc`: every test is a
-#' PrivGCM test charged to a privacy budget of total `epsilon` before it
-#' reads the data, and the skeleton and the CPDAG are post-processing of the
-#' released p-values, so the whole run is `epsilon`-differentially private
+#' computed by the Python function `privci.causal.pc`: by default the table
+#' is released once with the whole `epsilon` (`privci.release`) and every
+#' test is post-processing of that release (`method = "per-test"` charges a
+#' PrivGCM test per question instead); the skeleton and the CPDAG are
+#' post-processing too, so the whole run is `epsilon`-differentially private
 #' under the replacement of one row.
 #'
 #' @param data Numeric data frame or matrix (n rows, one column per variable).
@@ -18,10 +19,12 @@
 #'   release) or a whole number (seeded numpy noise: reproducible, not
 #'   hardened, for simulations).
 #' @param ... Further named arguments, passed unchanged to the Python function
-#'   `privci.causal.pc`: e.g. `max_order`, `split` (`"levels"`, `"halves"`
-#'   or `"tests"`), `delta` and `composition`, `on_exhausted`, `budget` (an
-#'   outer [privci_budget()] of the data set, charged the whole run once), or
-#'   options of the tests (`ridge_lambda`, `kernel_sigma`, ...).
+#'   `privci.causal.pc`: e.g. `max_order`, `budget` (an outer
+#'   [privci_budget()] of the data set, charged the whole run once),
+#'   `method` (`"release"` or `"per-test"`), the release's `knots`,
+#'   `power_rule` and `responses`, or with `method = "per-test"` `split`
+#'   (`"levels"`, `"halves"` or `"tests"`), `delta` and `composition`,
+#'   `on_exhausted` and options of the tests.
 #' @param x A `privci_pc` object.
 #'
 #' @return A list of class `privci_pc` with `adjacency` (logical p x p
@@ -30,7 +33,7 @@
 #'   `directed[i, j] == -1` and `directed[j, i] == 1` for i -> j, -1 both ways
 #'   for an undirected edge), `edges` (a data frame with `from`, `mark`
 #'   (`"->"` or `"--"`) and `to`), `ledger` (the budget's ledger as a data
-#'   frame, one row per released test, see [budget_ledger()]), `budget` (the
+#'   frame, one row for the release or per released test, see [budget_ledger()]), `budget` (the
 #'   run's [privci_budget()]), `n_tests`, `epsilon`, `spent`, `alpha`,
 #'   `guarantee` and `caveats`. `print()` shows the edges and the privacy
 #'   accounting.

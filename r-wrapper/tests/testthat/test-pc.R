@@ -14,7 +14,8 @@ test_that("pc returns the graph with dimnames, the ledger and the run's budget",
   # each conditional test releases its z centre and scale privately; at this n the public-
   # number warning says they are unreliable (and only that warning may appear)
   seen <- character()
-  res <- withCallingHandlers(pc(d, epsilon = 20, bounds = 4, seed = 1), warning = function(w) {
+  res <- withCallingHandlers(pc(d, epsilon = 20, bounds = 4, seed = 1, method = "per-test"),
+                             warning = function(w) {
     seen <<- c(seen, conditionMessage(w))
     invokeRestart("muffleWarning")
   })
@@ -46,9 +47,20 @@ test_that("pc returns the graph with dimnames, the ledger and the run's budget",
   expect_output(print(res), "Private PC algorithm.*epsilon spent")
   # the same call in Python gives the same graph
   py <- reticulate::import("privci.causal")$pc(privci:::.py_data(d), epsilon = 20,
-                                                bounds = 4, rng = privci:::.py_seed(1))
+                                                bounds = 4, rng = privci:::.py_seed(1),
+                                                method = "per-test")
   expect_identical(unname(res$adjacency), py$adjacency)
   expect_identical(unname(res$directed), matrix(as.integer(py$directed), 4L, 4L))
+})
+
+test_that("pc releases the table once by default", {
+  skip_if_no_privci()
+  res <- pc(pc_data(n = 3000), epsilon = 20, bounds = 4, seed = 1)
+  expect_identical(nrow(res$ledger), 1L)
+  expect_identical(res$ledger$test, "privci.release")
+  expect_true(res$n_tests >= 6L)
+  expect_equal(res$spent, 20)
+  expect_match(res$guarantee, "one 20-DP release")
 })
 
 test_that("pc: matrix without names, options through `...`, an outer budget", {
