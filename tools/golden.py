@@ -266,9 +266,10 @@ CASES = [
     ("gcm-uncond", _gcm((40, N_K, 1, 1, 0))),
     ("crt", _crt((41, N_K), n_resamples=19)),
     # causal
-    ("pc-privgcm", _pc(1000, epsilon=200.0, bounds=4.0)),
+    ("pc-privgcm", _pc(1000, epsilon=200.0, bounds=4.0, method="per-test")),
     ("pc-krr-split-halves", _pc(300, epsilon=40.0, bounds=4.0, split="halves", regression="krr",
-                                n_blocks=25)),
+                                n_blocks=25, method="per-test")),
+    ("pc-release", _pc(2000, epsilon=5.0, bounds=4.0)),
 ]
 DASK_CASES = [
     ("dask-spline-public", _dask_gcm_case((50, N_S, 1, 1, 2), 500, epsilon=20.0,
