@@ -93,6 +93,8 @@ def main(argv=None):
     ap.add_argument("--demo", action="store_true", help="also the demo's PrivGCM rows")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--workers", type=int, default=0, help="(accepted for run_all.sh)")
     args = ap.parse_args(argv)
     if args.quick:
         args.reps = 3
