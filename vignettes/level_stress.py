@@ -183,6 +183,20 @@ def summarise(paths):
     return "\n".join(lines)
 
 
+def docs_table(paths, out):
+    """The documentation's csv-table (docs/level/*.csv) from level_stress CSV files."""
+    with open(out, "w", newline="") as fo:
+        w = csv.writer(fo)
+        w.writerow(["class", "n", "epsilon", "rate", "95% Wilson", "not certified"])
+        for path in paths:
+            with open(path, newline="") as fh:
+                for r in csv.DictReader(fh):
+                    w.writerow([r["cls"], r["n"], f"{float(r['epsilon']):g}",
+                                f"{float(r['rate']):.3f}",
+                                f"[{float(r['lo']):.3f}, {float(r['hi']):.3f}]",
+                                f"{float(r['not_certified']):.2f}"])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
@@ -200,9 +214,13 @@ def main(argv=None):
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
                     help="print the markdown table of earlier runs' CSV files and stop")
+    ap.add_argument("--docs-csv", metavar="OUT",
+                    help="with --summarise: also write the documentation's table (docs/level)")
     args = ap.parse_args(argv)
     if args.summarise:
         print(summarise(args.summarise))
+        if args.docs_csv:
+            docs_table(args.summarise, args.docs_csv)
         return []
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (
