@@ -1,8 +1,8 @@
 """PrivacyRecord.releases (issue 22): every noisy release of a test, with its epsilon,
 sensitivity, noise scale and mechanism.
 
-Every mechanism call is counted (the Laplace, report-noisy-max and quantile mechanisms
-are wrapped where the package calls them): each call must appear in ``releases`` with
+Every mechanism call is counted (the Laplace, report-noisy-max, quantile and the
+baselines' discrete Laplace mechanisms are wrapped where the package calls them): each call must appear in ``releases`` with
 its epsilon and noise scale, and the releases, composed exactly as Fractions
 (sequentially, the two halves of the spline fit in parallel), must spend at most the
 call's epsilon.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import privci
-from privci import _spline, _transform, bounds, mechanisms
+from privci import _spline, _transform, baselines, bounds, mechanisms
 from privci.results import PrivacyRecord, Release, composed_epsilon
 
 # the modules (privci.crt and privci.gcm are also the names of functions)
@@ -55,7 +55,15 @@ def calls(monkeypatch):
         seen.append((float(epsilon), float(scale)))
         return value, spent, scale
 
-    for mod in (mechanisms, gcm, _spline, _transform):
+    dlap = baselines._discrete_laplace
+
+    def discrete_laplace(epsilon, rng):
+        noise, scale, hardened, mech = dlap(epsilon, rng)
+        seen.append((float(epsilon), float(scale)))
+        return noise, scale, hardened, mech
+
+    monkeypatch.setattr(baselines, "_discrete_laplace", discrete_laplace)
+    for mod in (mechanisms, gcm, _spline, _transform, baselines):
         if hasattr(mod, "laplace_mechanism"):
             monkeypatch.setattr(mod, "laplace_mechanism", laplace)
     monkeypatch.setattr(mechanisms, "report_noisy_max", noisy_max)
@@ -89,6 +97,10 @@ CASES = {
     "privcrt auto": lambda x, y, z: privci.privcrt(
         x, y, z, epsilon=2.0, model_x=MX, y_bound="auto", x_residual_bound="auto",
         n_resamples=9, kernel_approximation="rff", n_features=32, feature_rng=0, rng=9),
+    "privtot baseline": lambda x, y, z: baselines.privtot(
+        x, y, z[:, 0], epsilon=1.0, n_subsets=5, rng=10),
+    "private kendall baseline": lambda x, y, z: baselines.private_kendall(
+        x, y, z[:, 0], epsilon=1.0, n_clusters=5, rng=11),
 }
 
 
