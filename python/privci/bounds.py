@@ -259,7 +259,7 @@ def _quantile(values, alpha, epsilon, candidates, rng):
 
 
 def _quantile_release(name, epsilon, scale, rng):
-    """The :class:`privci.results.Release` entry of one private quantile (score
+    """The ``privci.results.Release`` entry of one private quantile (score
     sensitivity 1)."""
     from .results import Release
     return Release(name, float(epsilon), 1.0, float(scale),
@@ -366,7 +366,7 @@ class ReleasedParameters:
         The upper quantile actually used (after the public small-sample cap).
     mechanism, hardened, guarantee, caveats
         As in :class:`privci.PrivacyRecord`.
-    releases : tuple of privci.results.Release
+    releases : tuple
         One entry per released quantity (named as in ``released``), with its
         epsilon, score sensitivity (1) and noise scale.
     """
@@ -755,7 +755,7 @@ def _auto_public_parameters(x, y, *, epsilon, want_center=(True, True), want_bou
     of one value per column, or None when not released), ``epsilon``
     (spent), ``epsilon_each``, ``released`` (names such as
     ``"x_center[0]"``), ``bound_quantile``, ``mechanism``, ``hardened``,
-    ``caveats`` and ``releases`` (one :class:`privci.results.Release` each).
+    ``caveats`` and ``releases`` (one ``privci.results.Release`` each).
     """
     xa = V.as_data(x, "x", min_rows=1)
     ya = V.as_data(y, "y", min_rows=1)

@@ -38,7 +38,7 @@ class _ReprMixin:
 
 @dataclass(frozen=True)
 class Release:
-    """One noisy release of a private test: an entry of :attr:`PrivacyRecord.releases`.
+    """One noisy release of a private test: an entry of ``PrivacyRecord.releases``.
 
     Attributes
     ----------
@@ -56,7 +56,7 @@ class Release:
     rows : str
         ``"all"``; or the disjoint part of the rows the release reads (the two
         halves of the spline fit, ``"half A"`` and ``"half B"``): releases on
-        disjoint parts compose in parallel (see :func:`composed_epsilon`).
+        disjoint parts compose in parallel (see ``composed_epsilon``).
     """
 
     name: str
@@ -68,7 +68,7 @@ class Release:
 
 
 def composed_epsilon(releases):
-    """The epsilon of ``releases`` by composition, as an exact :class:`fractions.Fraction`.
+    """The epsilon of ``releases`` by composition, as an exact ``fractions.Fraction``.
 
     Releases on all rows compose sequentially (their epsilons add up); those on
     disjoint parts of the rows compose in parallel: each part's releases add up,
@@ -135,11 +135,11 @@ class PrivacyRecord(_ReprMixin):
         With a :class:`privci.PrivacyBudget`: how this release was charged.
     sensitivity_kind : str or None
         ``"sharp"`` (the package's proved constants) or ``"paper"``.
-    releases : tuple of Release
+    releases : tuple
         Every noisy release of the test, in the order drawn, with its epsilon
         share, sensitivity, noise scale and mechanism (``epsilon`` and
         ``sensitivity``/``noise_scale`` above summarise the final one).
-        :func:`composed_epsilon` of them is at most ``epsilon``.
+        ``composed_epsilon`` of them is at most ``epsilon``.
     """
 
     epsilon: float
