@@ -57,6 +57,7 @@ def _same_privacy(a, b):
     for key in pa.bounds:   # released centres: noisy means, summed in another order
         np.testing.assert_allclose(pa.bounds[key], pb.bounds[key], rtol=1e-12)
     assert pa.mechanism == pb.mechanism
+    assert pa.releases and pa.releases == pb.releases   # the same entries as in memory
     assert "on Dask" in a.method and a.method.startswith(b.method)
 
 

@@ -659,7 +659,8 @@ def _quantile_inputs(call, d):
     def fixed(values, alpha, epsilon, candidates, rng):
         seen.append((np.array(values, dtype=np.float64, copy=True), float(alpha),
                      float(epsilon), np.array(candidates, dtype=np.float64, copy=True)))
-        return float(candidates[len(candidates) // 3]), float(epsilon)
+        # (value, epsilon spent, noise scale), as bounds._quantile returns
+        return float(candidates[len(candidates) // 3]), float(epsilon), 2.0 / float(epsilon)
 
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings(), \
             np.errstate(all="ignore"):

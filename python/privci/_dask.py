@@ -476,7 +476,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
                            new_entropy)
     from ._stats import _method_name
     from .mechanisms import quiet
-    from .results import PrivacyRecord, PrivateTestResult
+    from .results import PrivacyRecord, PrivateTestResult, Release
 
     design = S.choose_design(n, d, p, q, eps_test, k, assume_additive=assume_additive)
     eps_fit, eps_t = design.eps_fit, design.eps_test
@@ -506,6 +506,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     # the privacy record: that of gcm.privgcm's spline path, field by field
     mechanism = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
+    releases = S.spline_releases(rel_x, rel_y, design, info, sens)
     caveats = []
     if not hardened:
         caveats.append(SEEDED_CAVEAT)
@@ -513,6 +514,8 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     caveats.append(S.additive_caveat(design))
     parts_eps, pieces = [], []
     if centre_info is not None:
+        releases = (Release("centres (means of the scaled x, y)", eps_c, 2.0 * (p + q) / n,
+                            centre_info.scale, centre_info.mechanism),) + releases
         parts_eps.append(f"{eps_c:g} for the released centres")
         pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
                       f"(epsilon {eps_c:g})")
@@ -532,7 +535,7 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
             eps, "statistic, pvalue", "one row (x_i, y_i, z_i)", hardened=hardened,
             released_bounds=False, covered=True, composition=comp_text),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind="released spline fit")
+        sensitivity_kind="released spline fit", releases=releases)
     c = p * q
     method = _method_name(c, private=True) + ", released spline regression"
     if k < n:
@@ -585,7 +588,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     from ._transform import _GCMInputs
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
-    from .results import PrivacyRecord, PrivateTestResult
+    from .results import PrivacyRecord, PrivateTestResult, Release
 
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -728,7 +731,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     what = "block sums" if k < n else "residual products"
     mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
+    releases = (Release(f"{k} {what}", eps_test, inp.sensitivity, info.scale, info.mechanism),)
     if centre_info is not None:
+        releases = (Release("centres (means of the scaled x, y)", eps_c, 2.0 * (p + q) / n,
+                            centre_info.scale, centre_info.mechanism),) + releases
         mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
                      f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
                      f"(epsilon {eps_c:g})")
@@ -746,7 +752,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             "one row (x_i, y_i, z_i)" if conditional else "one row (x_i, y_i)",
             hardened=info.hardened, covered=True, composition=comp_text),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind=inp.kind)
+        sensitivity_kind=inp.kind, releases=releases)
     method = _method_name(c, private=True)
     if not conditional:
         method = method.replace("test", "test without conditioning", 1)
@@ -898,7 +904,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     from ._model_x import GaussianModelX, _check_rowwise, _model_x_plan
     from ._params import _check_approximation
     from .regression import _check_kind, crt_sensitivity, residual_bound, rff_frequencies
-    from .results import PrivacyRecord, PrivateTestResult
+    from .results import PrivacyRecord, PrivateTestResult, Release
 
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -1018,7 +1024,9 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
             eps, "rank, pvalue",
             "one row of (x, every resample, y, z)" if conditional
             else "one row of (x, every resample, y)", hardened=info.hardened),
-        caveats=tuple(caveats), composition=charged, sensitivity_kind=kind)
+        caveats=tuple(caveats), composition=charged, sensitivity_kind=kind,
+        releases=(Release(f"rank among {m_out + 1} statistics", eps, sens, info.scale,
+                          info.mechanism),))
     method = "Private conditional randomization test (PrivCRT)"
     if not conditional:
         method = "Private randomization test without conditioning (PrivCRT, z = None)"

@@ -842,3 +842,21 @@ ADDITIVE_CAVEAT = ("the released regression: cubic splines on (z - z_center) / z
                    "variance; what neither fit represents (structure finer than the rich "
                    "basis) is not covered, and the level was measured on the designs in the "
                    "documentation, not proved.")
+
+
+def spline_releases(rel_x, rel_y, design, info, sums_sensitivity):
+    """The privacy record's releases of the spline path (in memory and on Dask).
+
+    The x fit reads half A of the rows and the y fit half B (parallel composition:
+    epsilon_fit once); the block sums read all rows.
+    """
+    from .results import Release
+    out = []
+    for what, rel, half in (("x", rel_x, "half A"), ("y", rel_y, "half B")):
+        out.append(Release(f"fit of {what}: Gram matrix", rel.gram_epsilon,
+                           rel.gram_sensitivity, rel.gram_scale, rel.mechanism, half))
+        out.append(Release(f"fit of {what}: cross-products", rel.cross_epsilon,
+                           rel.cross_sensitivity, rel.cross_scale, rel.cross_mechanism, half))
+    out.append(Release(f"{design.k} block sums", design.eps_test, sums_sensitivity, info.scale,
+                       info.mechanism))
+    return tuple(out)

@@ -30,7 +30,7 @@ from ._private import SEEDED_CAVEAT
 from .budget import _charge
 from .gcm import gcm
 from .mechanisms import laplace_mechanism, quiet
-from .results import PrivacyRecord, PrivateTestResult
+from .results import PrivacyRecord, PrivateTestResult, Release
 
 __all__ = ["privtot", "private_kendall", "tot_default_alpha0", "kendall_statistic"]
 
@@ -339,6 +339,8 @@ def privtot(x, y, z, *, epsilon, n_subsets=10, alpha=0.05, alpha0=None, rng=None
         composition=composition,
         epsilon=eps, mechanism=f"Tulap: {mech} + Uniform(-1/2, 1/2)", sensitivity=1.0,
         noise_scale=scale, hardened=hardened, ridge_lambda=None, kernel_sigma=None, bounds={},
+        releases=(Release(f"rejection count of {m} subset tests", eps, 1.0, scale,
+                          f"Tulap: {mech} + Uniform(-1/2, 1/2)"),),
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement of "
                    "one row (x_i, y_i, z_i): the rejection count has sensitivity 1 and gets "
                    "discrete Laplace noise"
@@ -574,6 +576,8 @@ def private_kendall(x, y, z, *, epsilon, n_clusters=100, categorical_z=False,
         composition=composition,
         epsilon=eps, mechanism=info.mechanism, sensitivity=float(sens), noise_scale=info.scale,
         hardened=info.hardened, ridge_lambda=None, kernel_sigma=None, bounds={},
+        releases=(Release("conditional Kendall statistic", eps, float(sens), info.scale,
+                          info.mechanism),),
         guarantee=(f"(statistic, pvalue) is {eps:g}-differentially private under replacement of "
                    "one row's (x_i, y_i) with the strata held fixed and public"
                    + ("" if info.hardened else ", for idealised real-valued Laplace noise, and "

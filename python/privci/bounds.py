@@ -69,7 +69,7 @@ capped at 1 - 2 (ln(#candidates) + 5) / (n epsilon_q) (and floored at 0.5).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Tuple
 
 import numpy as np
@@ -251,10 +251,19 @@ def _numpy_quantile(values, alpha, epsilon, candidates, rng):
 
 
 def _quantile(values, alpha, epsilon, candidates, rng):
+    """(value, epsilon spent, noise scale) of one private quantile."""
     if rng is None:
-        value, _, spent = _opendp_quantile(values, alpha, epsilon, candidates)
-        return value, spent
-    return _numpy_quantile(values, alpha, epsilon, candidates, rng), epsilon
+        value, scale, spent = _opendp_quantile(values, alpha, epsilon, candidates)
+        return value, spent, scale
+    return _numpy_quantile(values, alpha, epsilon, candidates, rng), epsilon, 2.0 / epsilon
+
+
+def _quantile_release(name, epsilon, scale, rng):
+    """The ``privci.results.Release`` entry of one private quantile (score
+    sensitivity 1)."""
+    from .results import Release
+    return Release(name, float(epsilon), 1.0, float(scale),
+                   _MECH_OPENDP if rng is None else _MECH_NUMPY)
 
 
 _MECH_OPENDP = "OpenDP make_private_quantile (exponential mechanism over public candidates)"
@@ -308,7 +317,7 @@ def private_quantile(values, alpha, *, epsilon, candidates=None, rng=None, budge
     user_rng = None if rng is None else V.check_rng(rng)
     from .budget import _charge
     _charge(budget, eps, test="private_quantile", details=f"alpha = {a:g}")
-    value, _ = _quantile(x[:, 0], a, eps, cands, user_rng)
+    value, _, _ = _quantile(x[:, 0], a, eps, cands, user_rng)
     return value
 
 
@@ -357,6 +366,9 @@ class ReleasedParameters:
         The upper quantile actually used (after the public small-sample cap).
     mechanism, hardened, guarantee, caveats
         As in :class:`privci.PrivacyRecord`.
+    releases : tuple
+        One entry per released quantity (named as in ``released``), with its
+        epsilon, score sensitivity (1) and noise scale.
     """
 
     center: Optional[Tuple[float, ...]]
@@ -370,6 +382,7 @@ class ReleasedParameters:
     guarantee: str
     scale: Optional[Tuple[float, ...]] = None
     caveats: Tuple[str, ...] = field(default=())
+    releases: tuple = field(default=(), compare=False)
 
     def as_record(self):
         """A plain dict for a privacy record (``PrivacyRecord.bounds``) or a ledger."""
@@ -508,28 +521,31 @@ def _release_columns(cols, *, epsilon, want_center, want_bound, given_centers, r
     e = _split(epsilon, k)
     _warn_if_unreliable(cols[0].size, e)
     centers, bounds_, released, spent, q_used = [], [], [], 0.0, None
+    entries = []
     for j, col in enumerate(cols):
         n = col.size
         c = float(given_centers[j])
         if want_center[j]:
             grid = candidate_grid(ranges[j])
-            c, s = _quantile(col, 0.5, e, grid, rng)
+            c, s, sc = _quantile(col, 0.5, e, grid, rng)
             spent += s
             released.append(f"center[{j}]")
+            entries.append(_quantile_release(f"center[{j}]", e, sc, rng))
         centers.append(c)
         if want_bound[j]:
             r = ranges[j]
             grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
                                   points_per_decade=_BOUND_POINTS_PER_DECADE, positive=True)
             q = _effective_bound_quantile(bound_quantile, n, e, grid.size)
-            b, s = _quantile(_abs_difference(col, c), q, e, grid, rng)
+            b, s, sc = _quantile(_abs_difference(col, c), q, e, grid, rng)
             spent += s
             released.append(f"bound[{j}]")
+            entries.append(_quantile_release(f"bound[{j}]", e, sc, rng))
             bounds_.append(b)
             q_used = q if q_used is None else min(q_used, q)
         else:
             bounds_.append(None)
-    return centers, bounds_, tuple(released), spent, e, q_used
+    return centers, bounds_, tuple(released), spent, e, q_used, tuple(entries)
 
 
 def _guarantee(eps, k, e, what):
@@ -614,7 +630,7 @@ def private_bounds(x, *, epsilon, center=True, bound=True, bound_quantile=DEFAUL
     from .budget import _charge
     _charge(budget, eps, test="private_bounds",
             details=f"{p} column(s): centre {any(want_c)}, bound {bool(bound)}")
-    centers, bnds, released, spent, e, q_used = _release_columns(
+    centers, bnds, released, spent, e, q_used, entries = _release_columns(
         [xa[:, j] for j in range(p)], epsilon=eps, want_center=want_c,
         want_bound=[bool(bound)] * p, given_centers=given_c, ranges=ranges,
         bound_quantile=q, rng=user_rng)
@@ -624,7 +640,7 @@ def private_bounds(x, *, epsilon, center=True, bound=True, bound_quantile=DEFAUL
         mechanism=_MECH_OPENDP if user_rng is None else _MECH_NUMPY,
         hardened=user_rng is None,
         guarantee=_guarantee(eps, len(released), e, "centres and bounds"),
-        caveats=() if user_rng is None else (_NOT_HARDENED,))
+        caveats=() if user_rng is None else (_NOT_HARDENED,), releases=entries)
 
 
 def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
@@ -687,7 +703,7 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
     e = _split(eps, d)
     h = za.shape[0] // 2
     _warn_if_unreliable(h, e)
-    scales, spent = [], 0.0
+    scales, spent, entries = [], 0.0, []
     for j in range(d):
         r = ranges[j]
         grid = candidate_grid(None if r is None else (0.0, r[1] - r[0]),
@@ -695,15 +711,16 @@ def private_scale(z, *, epsilon, public_range=None, rng=None, budget=None):
         # |z_i - z_{i+h}| of two finite values can overflow to inf (1e308 and -1e308): map it
         # to the largest float (OpenDP never sees a non-finite value, no overflow warning)
         diffs = _abs_difference(za[:h, j], za[h:2 * h, j])
-        v, sp = _quantile(diffs, 0.5, e, grid, user_rng)
+        v, sp, sc = _quantile(diffs, 0.5, e, grid, user_rng)
         scales.append(v * MAD_TO_SD / math.sqrt(2.0))
+        entries.append(_quantile_release(f"scale[{j}]", e, sc, user_rng))
         spent += sp
     return ReleasedParameters(
         center=(0.0,) * d, bound=None, scale=tuple(scales), epsilon=spent, epsilon_each=e,
         released=tuple(f"scale[{j}]" for j in range(d)), bound_quantile=None,
         mechanism=_MECH_OPENDP if user_rng is None else _MECH_NUMPY, hardened=user_rng is None,
         guarantee=_guarantee(eps, d, e, "scales"),
-        caveats=() if user_rng is None else (_NOT_HARDENED,))
+        caveats=() if user_rng is None else (_NOT_HARDENED,), releases=tuple(entries))
 
 
 # --------------------------------------------------------------------------- for the tests
@@ -737,8 +754,8 @@ def _auto_public_parameters(x, y, *, epsilon, want_center=(True, True), want_bou
     dict with ``x_center``, ``y_center``, ``x_bound``, ``y_bound`` (ndarrays
     of one value per column, or None when not released), ``epsilon``
     (spent), ``epsilon_each``, ``released`` (names such as
-    ``"x_center[0]"``), ``bound_quantile``, ``mechanism``, ``hardened`` and
-    ``caveats``.
+    ``"x_center[0]"``), ``bound_quantile``, ``mechanism``, ``hardened``,
+    ``caveats`` and ``releases`` (one ``privci.results.Release`` each).
     """
     xa = V.as_data(x, "x", min_rows=1)
     ya = V.as_data(y, "y", min_rows=1)
@@ -755,12 +772,13 @@ def _auto_public_parameters(x, y, *, epsilon, want_center=(True, True), want_bou
     qb = _check_unit(bound_quantile, "bound_quantile", 0.5, 1.0)
     user_rng = None if rng is None else V.check_rng(rng)
     cols = [xa[:, j] for j in range(p)] + [ya[:, j] for j in range(q)]
-    centers, bnds, released, spent, e, q_used = _release_columns(
+    centers, bnds, released, spent, e, q_used, entries = _release_columns(
         cols, epsilon=eps, want_center=[wc[0]] * p + [wc[1]] * q,
         want_bound=[wb[0]] * p + [wb[1]] * q, given_centers=np.concatenate([xc, yc]),
         ranges=ranges, bound_quantile=qb, rng=user_rng)
     names = [f"x_{{}}[{j}]" for j in range(p)] + [f"y_{{}}[{j}]" for j in range(q)]
     rel = tuple(names[int(r.split("[")[1][:-1])].format(r.split("[")[0]) for r in released)
+    entries = tuple(replace(en, name=nm) for en, nm in zip(entries, rel))
     return {
         "x_center": np.asarray(centers[:p]) if wc[0] else None,
         "y_center": np.asarray(centers[p:]) if wc[1] else None,
@@ -770,4 +788,5 @@ def _auto_public_parameters(x, y, *, epsilon, want_center=(True, True), want_bou
         "mechanism": _MECH_OPENDP if user_rng is None else _MECH_NUMPY,
         "hardened": user_rng is None,
         "caveats": () if user_rng is None else (_NOT_HARDENED,),
+        "releases": entries,
     }

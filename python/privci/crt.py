@@ -22,7 +22,7 @@ from .budget import _charge
 from .mechanisms import quiet, report_noisy_max, sanitize
 from .regression import (_check_kind, crt_sensitivity, krr_residuals, residual_bound,
                          rff_frequencies)
-from .results import CRTResult, CRTStatistics, PrivacyRecord, PrivateTestResult
+from .results import CRTResult, CRTStatistics, PrivacyRecord, PrivateTestResult, Release
 
 __all__ = ["ModelX", "GaussianModelX", "crt_statistics", "privcrt", "crt"]
 
@@ -291,6 +291,9 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
                    "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
     caveats.extend(released.get("caveats", ()))
     conditional = cs.ridge_lambda is not None
+    releases = tuple(released.get("releases", ())) + (
+        Release(f"rank among {m + 1} statistics", eps_test, cs.sensitivity, info.scale,
+                info.mechanism),)
     record = PrivacyRecord(
         epsilon=eps, mechanism=f"{info.mechanism} ({cs.sensitivity_kind} sensitivity)",
         sensitivity=cs.sensitivity, noise_scale=info.scale, hardened=info.hardened,
@@ -306,7 +309,7 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
                          f" ({', '.join(released.get('released', ()))}), {eps_test:g} for the "
                          "rank)") if auto is not None else ""),
         caveats=tuple(caveats), composition=charged[0] if charged else None,
-        sensitivity_kind=cs.sensitivity_kind)
+        sensitivity_kind=cs.sensitivity_kind, releases=releases)
     method = "Private conditional randomization test (PrivCRT)"
     if not conditional:
         method = "Private randomization test without conditioning (PrivCRT, z = None)"

@@ -7,6 +7,8 @@ Public functions: :func:`gcm`, :func:`gcm_from_residuals`,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import _kernels, _validation as V
@@ -22,7 +24,7 @@ from .budget import _charge
 from .mechanisms import laplace_mechanism, quiet
 from .regression import (DEFAULT_CV_LAMBDAS, krr_cv_residuals, krr_residuals,
                          rff_frequencies)
-from .results import GCMResult, PrivacyRecord, PrivateTestResult
+from .results import GCMResult, PrivacyRecord, PrivateTestResult, Release
 
 __all__ = ["gcm", "gcm_from_residuals", "residual_products", "privgcm",
            "DegenerateStatisticWarning"]
@@ -337,7 +339,8 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_addit
         test = S.spline_test(released, rel_x, rel_y, design, mode)
     mech = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
     hardened = info.hardened and rel_x.hardened and rel_y.hardened
-    return test, info, centre_info, xc, yc, mech, hardened, design, sens
+    releases = S.spline_releases(rel_x, rel_y, design, info, sens)
+    return test, info, centre_info, xc, yc, mech, hardened, design, sens, releases
 
 
 @accepts_data_frames
@@ -683,7 +686,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     fit_check = None
     if spline:
         (test, info, centre_info, xc_used, yc_used, spline_mech, hardened,
-         design, spline_sens) = _privgcm_spline(inp, None if k_rule else k, eps_test,
+         design, spline_sens, spline_rel) = _privgcm_spline(inp, None if k_rule else k, eps_test,
                                                 centre_noise, user_rng, mode, assume_additive)
         stat, pval, stat_name = test.statistic, test.pvalue, test.name
         eps_fit, eps_t = design.eps_fit, design.eps_test
@@ -731,22 +734,34 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
     comp_text = ""
     parts, pieces = [], []
+    releases = []
     if zcentre_params is not None:
+        releases.extend(replace(r, name="z_" + r.name) for r in zcentre_params.releases)
         parts.append(f"{zcentre_params.epsilon:g} for the released centres of z")
         pieces.append(f"z centres: {zcentre_params.mechanism}")
     if scale_params is not None:
+        releases.extend(replace(r, name="z_" + r.name) for r in scale_params.releases)
         parts.append(f"{scale_params.epsilon:g} for the released scales of z")
         pieces.append(f"z scales: {scale_params.mechanism}")
     if auto_params is not None:
+        releases.extend(auto_params["releases"])
         parts.append(f"{auto_params['epsilon']:g} for the released bounds/centres "
                      f"({', '.join(auto_params['released'])})")
         pieces.append(f"bounds: {auto_params['mechanism']} (epsilon {auto_params['epsilon']:g})")
         caveats.extend(auto_params.get("caveats", ()))
     caveats.extend(unreliable_caveats)
     if centre_info is not None:
+        releases.append(Release("centres (means of the scaled x, y)", eps_c,
+                                2.0 * (inp.p + inp.q) / inp.n, centre_info.scale,
+                                centre_info.mechanism))
         parts.append(f"{eps_c:g} for the released centres")
         pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
                       f"(epsilon {eps_c:g})")
+    if spline:
+        releases.extend(spline_rel)
+    else:
+        releases.append(Release(f"{k} {what}", eps_test, rp.sensitivity, info.scale,
+                                info.mechanism))
     if spline:
         parts.append(f"{eps_fit:g} for the released regression")
         tail = f"{eps_t:g} for the block sums"
@@ -795,7 +810,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
             covered=covered, composition=comp_text,
             not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
         caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind=kind)
+        sensitivity_kind=kind, releases=tuple(releases))
     prod_cols = inp.p * inp.q
     method = _method_name(prod_cols, private=True)
     if inp.za is None:

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["PrivacyRecord", "GCMResult", "PrivateTestResult", "CRTResult",
+__all__ = ["Release", "PrivacyRecord", "GCMResult", "PrivateTestResult", "CRTResult",
            "ResidualProducts", "CRTStatistics"]
 
 
@@ -34,6 +34,71 @@ class _ReprMixin:
         names = self._repr_fields or tuple(self.__dataclass_fields__)
         body = ",\n    ".join(f"{k}={_fmt(getattr(self, k))}" for k in names)
         return f"{type(self).__name__}(\n    {body}\n)"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One noisy release of a private test: an entry of ``PrivacyRecord.releases``.
+
+    Attributes
+    ----------
+    name : str
+        What was released, e.g. ``"block sums"``, ``"x_center[0]"``.
+    epsilon : float
+        The epsilon share charged for this release.
+    sensitivity : float
+        The sensitivity the noise is calibrated to (L1 for Laplace; the
+        sensitivity of each score for the exponential mechanisms).
+    noise_scale : float
+        The scale of the noise drawn (Laplace scale; Gumbel/exponential scale).
+    mechanism : str
+        The mechanism that drew the noise.
+    rows : str
+        ``"all"``; or the disjoint part of the rows the release reads (the two
+        halves of the spline fit, ``"half A"`` and ``"half B"``): releases on
+        disjoint parts compose in parallel (see ``composed_epsilon``).
+    """
+
+    name: str
+    epsilon: float
+    sensitivity: float
+    noise_scale: float
+    mechanism: str
+    rows: str = "all"
+
+
+def composed_epsilon(releases):
+    """The epsilon of ``releases`` by composition, as an exact ``fractions.Fraction``.
+
+    Releases on all rows compose sequentially (their epsilons add up); those on
+    disjoint parts of the rows compose in parallel: each part's releases add up,
+    and the parts count once, by their largest total.
+    """
+    from fractions import Fraction
+    total, parts = Fraction(0), {}
+    for r in releases:
+        e = Fraction(float(r.epsilon))
+        if r.rows == "all":
+            total += e
+        else:
+            parts[r.rows] = parts.get(r.rows, Fraction(0)) + e
+    return total + (max(parts.values()) if parts else Fraction(0))
+
+
+def _release_table(releases, indent="    "):
+    """The releases as a small aligned table (one line per release), or ''."""
+    if not releases:
+        return ""
+    head = ("release", "epsilon", "sensitivity", "noise scale", "mechanism")
+    rows = [(r.name + ("" if r.rows == "all" else f" ({r.rows})"), f"{r.epsilon:.6g}",
+             f"{r.sensitivity:.6g}", f"{r.noise_scale:.6g}", r.mechanism) for r in releases]
+    widths = [max(len(row[i]) for row in [head] + rows) for i in range(4)]
+
+    def line(row):
+        cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in (1, 2, 3)]
+        return indent + "  ".join(cells + [row[4]])
+
+    return "\n".join([line(head)] + [line(r) for r in rows])
 
 
 @dataclass(frozen=True, repr=False)
@@ -70,6 +135,11 @@ class PrivacyRecord(_ReprMixin):
         With a :class:`privci.PrivacyBudget`: how this release was charged.
     sensitivity_kind : str or None
         ``"sharp"`` (the package's proved constants) or ``"paper"``.
+    releases : tuple
+        Every noisy release of the test, in the order drawn, with its epsilon
+        share, sensitivity, noise scale and mechanism (``epsilon`` and
+        ``sensitivity``/``noise_scale`` above summarise the final one).
+        ``composed_epsilon`` of them is at most ``epsilon``.
     """
 
     epsilon: float
@@ -85,6 +155,15 @@ class PrivacyRecord(_ReprMixin):
     n_blocks: Optional[int] = None
     composition: Optional[str] = None
     sensitivity_kind: Optional[str] = None
+    releases: Tuple[Release, ...] = ()
+
+    def __repr__(self):
+        names = tuple(k for k in self.__dataclass_fields__ if k != "releases")
+        body = ",\n    ".join(f"{k}={_fmt(getattr(self, k))}" for k in names)
+        table = _release_table(self.releases, "        ")
+        if table:
+            body += ",\n    releases:\n" + table
+        return f"{type(self).__name__}(\n    {body}\n)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -174,6 +253,8 @@ class PrivateTestResult(_ReprMixin):
                 f"\n    guarantee: {p.guarantee}")
         if p.composition:
             priv += f"\n    budget: {p.composition}"
+        if p.releases:
+            priv += "\n    releases:\n" + _release_table(p.releases, "      ")
         for c in p.caveats:
             priv += f"\n    caveat: {c}"
         fc = self.fit_check

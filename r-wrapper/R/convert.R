@@ -134,6 +134,21 @@
     kernel_sigma = rec$kernel_sigma,
     bounds = lapply(rec$bounds, .num),
     guarantee = rec$guarantee,
-    caveats = gsub("rng=None", "seed = NULL", as.character(unlist(rec$caveats)), fixed = TRUE)
+    caveats = gsub("rng=None", "seed = NULL", as.character(unlist(rec$caveats)), fixed = TRUE),
+    releases = .releases_frame(rec$releases)
   )
+}
+
+# The releases of a privacy record (Python privci.results.Release entries) as a
+# data.frame, one row per noisy release; NULL when the record lists none.
+.releases_frame <- function(rels) {
+  rels <- as.list(rels)
+  if (length(rels) == 0L) {
+    return(NULL)
+  }
+  chr <- function(f) vapply(rels, function(r) as.character(r[[f]]), character(1))
+  num <- function(f) vapply(rels, function(r) as.numeric(r[[f]]), numeric(1))
+  data.frame(release = chr("name"), epsilon = num("epsilon"),
+             sensitivity = num("sensitivity"), noise_scale = num("noise_scale"),
+             mechanism = chr("mechanism"), rows = chr("rows"), stringsAsFactors = FALSE)
 }

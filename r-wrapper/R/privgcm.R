@@ -78,7 +78,10 @@
 #'   `parameter` (`epsilon`), `p.value`, `null.value`, `alternative`,
 #'   `method`, `data.name`, `n`, and the privacy record: `epsilon`,
 #'   `mechanism`, `sensitivity`, `noise_scale`, `hardened`, `ridge_lambda`,
-#'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`; with the default spline
+#'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`, `releases` (a data.frame
+#'   with one row per noisy release: `release`, `epsilon`, `sensitivity`,
+#'   `noise_scale`, `mechanism`, and `rows`, `"half A"`/`"half B"` for the two
+#'   halves of the spline fit, which compose in parallel); with the default spline
 #'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
 #'   `intervals`, ...: when `certified` is FALSE the p-value is 1, a
 #'   fail-safe: the regression cannot be resolved or the nested fits disagree). No un-noised quantity

@@ -25,6 +25,9 @@ test_that("privcrt returns an htest with the privately selected rank", {
     expect_equal(paper$sensitivity, sens_crt(5), tolerance = 1e-12)
   }
   expect_equal(res$noise_scale, 2 / 2)
+  expect_identical(nrow(res$releases), 1L)
+  expect_equal(res$releases$noise_scale, res$noise_scale)
+  expect_equal(res$releases$epsilon, 2)
   expect_equal(res$bounds[c("y_bound", "x_residual_bound", "y_center")],
                list(y_bound = 8, x_residual_bound = 4, y_center = 0))
   centred <- privcrt(d$x, d$y + 5, d$z, epsilon = 2, model_x = mx, y_bound = 8,

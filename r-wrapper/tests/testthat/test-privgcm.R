@@ -237,3 +237,22 @@ test_that("privgcm's default is the released spline regression, as in Python", {
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4,
                        kernel_sigma = 0.5), "applies to regression='krr' only")
 })
+
+test_that("privgcm's releases are a data.frame, as in Python", {
+  skip_if_no_privci()
+  d <- sim_data(n = 300)
+  # z's centre and scale released at small n x epsilon: warned about, expected here
+  res <- suppressWarnings(privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4,
+                                  seed = 3))
+  py <- suppressWarnings(py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = 4,
+                                   y_bound = 4, seed = 3))
+  rel <- res$releases
+  expect_s3_class(rel, "data.frame")
+  expect_identical(names(rel), c("release", "epsilon", "sensitivity", "noise_scale",
+                                 "mechanism", "rows"))
+  expect_identical(nrow(rel), length(py$privacy$releases))
+  expect_true(all(c("half A", "half B", "all") %in% rel$rows))
+  # sequential over all rows, the halves in parallel: at most epsilon
+  halves <- tapply(rel$epsilon[rel$rows != "all"], rel$rows[rel$rows != "all"], sum)
+  expect_lte(sum(rel$epsilon[rel$rows == "all"]) + max(halves), 2 + 1e-12)
+})
