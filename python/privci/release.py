@@ -800,7 +800,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     ``"use"``: its (conservative) p-value is used as it is.
     """
     from .budget import PrivacyBudget
-    from .causal import PCResult, _orient, _pc_skeleton
+    from ._pc import PCResult, _orient, _pc_skeleton
 
     X, names = _names_and_matrix(data)
     n, p = X.shape

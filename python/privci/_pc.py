@@ -1,0 +1,200 @@
+"""PC-stable's graph steps (skeleton, orientation) and its result: a leaf module.
+
+Shared by :mod:`privci.causal` (the per-test path) and :mod:`privci.release` (PC on one
+release), so that neither imports the other.  ``PCResult`` is public as
+``privci.causal.PCResult``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Tuple
+
+import numpy as np
+
+from .budget import PrivacyBudget
+
+__all__ = ["PCResult"]
+
+
+# --- the package's own PC -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class PCResult:
+    """The result of :func:`pc`.
+
+    Attributes
+    ----------
+    adjacency : ndarray of bool, shape (p, p)
+        The estimated skeleton (symmetric, False on the diagonal).
+    directed : ndarray of int8, shape (p, p)
+        The CPDAG in causal-learn's encoding: ``directed[i, j] == -1`` and
+        ``directed[j, i] == 1`` for i -> j; -1 both ways for an undirected
+        edge i - j; 0 for no edge.
+    names : list
+        The column names.
+    sepsets : dict
+        {(i, j): S} for every removed edge (i < j): the conditioning set
+        whose test found independence.
+    pvalues : dict
+        {(i, j, S): p} for every test asked (released p-values; refusals
+        under ``on_exhausted`` are listed in ``refused``).
+    level_epsilon : dict
+        {order: epsilon of each test at that order}: the public split.
+    n_tests : int
+        Distinct tests released (each charged once).
+    refused : tuple
+        Tests the budget refused (answered by ``on_exhausted``, nothing computed).
+    epsilon : float
+        The total epsilon of the run; ``budget.spent`` never exceeds it.
+    alpha : float
+    budget : PrivacyBudget
+        The run's budget, with its ledger (one record per released test, or one
+        record for the release).
+    guarantee : str
+    caveats : tuple of str
+    table : ReleasedTable or None
+        ``method="release"``: the release the run was answered from (further
+        queries are free); None for the per-test path.
+    """
+
+    adjacency: np.ndarray
+    directed: np.ndarray
+    names: list
+    sepsets: dict
+    pvalues: dict
+    level_epsilon: dict
+    n_tests: int
+    refused: tuple
+    epsilon: float
+    alpha: float
+    budget: PrivacyBudget
+    guarantee: str
+    caveats: Tuple[str, ...] = field(default=())
+    table: object = None
+
+    def edges(self):
+        """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--"."""
+        out, g, p = [], self.directed, len(self.names)
+        for i in range(p):
+            for j in range(i + 1, p):
+                if g[i, j] == -1 and g[j, i] == 1:
+                    out.append((self.names[i], "->", self.names[j]))
+                elif g[j, i] == -1 and g[i, j] == 1:
+                    out.append((self.names[j], "->", self.names[i]))
+                elif g[i, j] != 0:
+                    out.append((self.names[i], "--", self.names[j]))
+        return out
+
+    def __repr__(self):
+        edges = ", ".join(f"{a} {m} {b}" for a, m, b in self.edges()) or "none"
+        return (f"PCResult(edges=[{edges}], n_tests={self.n_tests}, "
+                f"spent={self.budget.spent:.6g} of epsilon={self.epsilon:.6g}, "
+                f"alpha={self.alpha:g})")
+
+
+def _candidate_sets(adj_sets, i, j, order):
+    """Distinct conditioning sets of size ``order`` from adj(i)\\{j}, then adj(j)\\{i}."""
+    out, seen = [], set()
+    for a, b in ((i, j), (j, i)):
+        for s in itertools.combinations(sorted(adj_sets[a] - {b}), order):
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
+
+
+def _count_sets(adj_sets, i, j, order):
+    a, b = adj_sets[i] - {j}, adj_sets[j] - {i}
+    return math.comb(len(a), order) + math.comb(len(b), order) - math.comb(len(a & b), order)
+
+
+def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
+    """PC-stable's skeleton search, shared by every path of :func:`pc`.
+
+    ``ask(i, j, S)`` returns ``(p_value, may_remove)``: the edge i - j is removed, with
+    separating set S, at the first candidate set whose p-value exceeds ``alpha`` and
+    which ``may_remove``.  ``before_order(order, plan, adj_sets, edges)`` is called at
+    the start of each order (the per-test path plans its epsilon there).  Adjacencies
+    are frozen within an order (PC-stable).  Returns (adjacency, sepsets, orders run).
+    """
+    top = p - 2 if top is None else min(top, p - 2)
+    adj = ~np.eye(p, dtype=bool)
+    sepsets, orders = {}, []
+    for order in range(top + 1):
+        adj_sets = [set(np.flatnonzero(adj[k]).tolist()) for k in range(p)]
+        edges = [(i, j) for i in range(p) for j in range(i + 1, p) if adj[i, j]]
+        plan = [(i, j, _candidate_sets(adj_sets, i, j, order)) for i, j in edges]
+        plan = [(i, j, c) for i, j, c in plan if c]
+        if not plan:
+            break
+        orders.append(order)
+        if before_order is not None:
+            before_order(order, plan, adj_sets, edges)
+        removed = []
+        for i, j, cands in plan:
+            for s in cands:
+                pv, may_remove = ask(i, j, s)
+                if may_remove and pv > alpha:
+                    removed.append((i, j))
+                    sepsets[(i, j)] = tuple(s)
+                    break
+        for i, j in removed:
+            adj[i, j] = adj[j, i] = False
+    return adj, sepsets, orders
+
+
+def _orient(adj, sepsets):
+    """CPDAG from a skeleton and separating sets: v-structures, then Meek's rules 1-3.
+
+    Encoding as causal-learn's ``G.graph``.  A v-structure i -> k <- j is
+    oriented unless one of its edges is already oriented the other way (the
+    first orientation is kept).
+    """
+    p = adj.shape[0]
+    g = np.where(adj, -1, 0).astype(np.int8)
+
+    def directed(a, b):
+        return g[a, b] == -1 and g[b, a] == 1
+
+    def undirected(a, b):
+        return g[a, b] == -1 and g[b, a] == -1
+
+    def orient(a, b):
+        g[a, b], g[b, a] = -1, 1
+
+    for k in range(p):
+        nb = np.flatnonzero(adj[k])
+        for i, j in itertools.combinations(nb, 2):
+            if adj[i, j]:
+                continue
+            if k in sepsets.get((min(i, j), max(i, j)), ()):
+                continue
+            for a in (i, j):
+                if not directed(k, a):
+                    orient(a, k)
+    changed = True
+    while changed:
+        changed = False
+        for a in range(p):
+            for b in range(p):
+                if not undirected(a, b):
+                    continue
+                # R1: c -> a - b, c and b not adjacent  =>  a -> b
+                r1 = any(directed(c, a) and not adj[c, b] and c != b for c in range(p))
+                # R2: a -> c -> b and a - b  =>  a -> b
+                r2 = any(directed(a, c) and directed(c, b) for c in range(p))
+                # R3: a - c -> b, a - d -> b, c and d not adjacent  =>  a -> b
+                r3 = False
+                cs = [c for c in range(p) if undirected(a, c) and directed(c, b)]
+                for c, d in itertools.combinations(cs, 2):
+                    if not adj[c, d]:
+                        r3 = True
+                        break
+                if r1 or r2 or r3:
+                    orient(a, b)
+                    changed = True
+    return g
