@@ -1,7 +1,9 @@
 # %% [markdown]
 # # Private causal discovery: PC with PrivGCM under one privacy budget
 #
-# Issue 14.  ``privci.causal.pc`` runs PC-stable with every conditional
+# Issue 14: the **per-test path** (``method="per-test"``; since issue 24 ``pc``'s
+# default is one release of the table, measured in ``release_once_pc.py``).
+# ``privci.causal.pc(..., method="per-test")`` runs PC-stable with every conditional
 # independence test a PrivGCM release charged to one ``PrivacyBudget`` (OpenDP
 # privacy filter, basic composition of pure DP), and splits the total epsilon
 # over the tests by a public rule (``split="levels"``: each conditioning order
@@ -161,7 +163,8 @@ def run_simulation(args):
                 for name, eps, test, opts in methods:
                     t0 = time.perf_counter()
                     res = pc(x, epsilon=1e9 if eps == math.inf else eps, bounds=4.0,
-                             centers=0.0, alpha=0.05, test=test, rng=noise_rng, **opts)
+                             centers=0.0, alpha=0.05, test=test, rng=noise_rng,
+                             method="per-test", **opts)
                     secs = time.perf_counter() - t0
                     rows.append({"sem": sem_kind, "n": n, "graph": gi, "method": name,
                                  "epsilon": eps, "true_edges": int(skel.sum() // 2),
@@ -238,7 +241,7 @@ def run_concrete(args):
                                 "privgcm", opts)]:
         t0 = time.perf_counter()
         res = pc(table, epsilon=1e9 if eps == math.inf else eps, bounds=1.0, centers=0.0,
-                 alpha=0.05, test=test, rng=rng, **o)
+                 alpha=0.05, test=test, rng=rng, method="per-test", **o)
         edges = "; ".join(f"{names[a]} {m} {names[b]}" for a, m, b in res.edges())
         rows.append({"method": name, "epsilon": eps, "n": len(table),
                      "edges": int(res.adjacency.sum() // 2), "tests": res.n_tests,
