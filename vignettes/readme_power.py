@@ -25,6 +25,9 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+import sys  # noqa: E402
+sys.path.insert(0, HERE)
+from level_stress import wilson  # noqa: E402  (the same Wilson interval as the level grid)
 
 
 def readme_data(n, rng):
@@ -40,14 +43,6 @@ def readme_data(n, rng):
 README_PUBLIC = dict(epsilon=2.0, x_bound=3.5, y_bound=4.5, z_center=0.0, z_scale=1.0)
 README_AUTO = dict(epsilon=2.0, x_bound="auto", y_bound="auto", x_center="auto",
                    y_center="auto")
-
-
-def wilson(k, n, zq=1.959964):
-    p = k / n
-    den = 1 + zq * zq / n
-    c = (p + zq * zq / (2 * n)) / den
-    h = zq * np.sqrt(p * (1 - p) / n + zq * zq / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
 
 
 def readme_power(reps, seed):

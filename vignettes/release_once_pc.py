@@ -46,6 +46,17 @@ from privci.causal import pc  # noqa: E402
 GS = [lambda x: np.tanh(1.5 * x), np.sin, lambda x: x, lambda x: x * x - 1.0]
 
 
+
+def _write_summary(name, comment, header, rows):
+    """A results CSV: a comment line, the header, floats to 4 decimals; returns its path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name)
+    with open(path, "w") as fh:
+        fh.write(f"# {comment}\n{header}\n")
+        for row in rows:
+            fh.write(",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
+                              for v in row) + "\n")
+    return path
+
 def wilson(k, m, zq=1.96):
     if m == 0:
         return (math.nan, math.nan)
@@ -119,14 +130,9 @@ def run_level(args):
                           f"untrusted {untrusted / args.reps:.2f}  ({time.time() - t0:.0f} s)",
                           flush=True)
     if args.tag:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                            f"release_once_level_{args.tag}_summary.csv")
-        with open(path, "w") as fh:
-            fh.write(f"# reps={args.reps} n={args.n} responses={args.responses}\n")
-            fh.write("design,S,eps,blocks,rejection,lo,hi,untrusted\n")
-            for row in rows:
-                fh.write(",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
-                                  for v in row) + "\n")
+        path = _write_summary(f"release_once_level_{args.tag}_summary.csv",
+                              f"reps={args.reps} n={args.n} responses={args.responses}",
+                              "design,S,eps,blocks,rejection,lo,hi,untrusted", rows)
     print("\n| design | S | eps | blocks | rejection at 0.05 | 95% MC interval | untrusted |")
     print("|---|---|---|---|---|---|---|")
     for kind, s, eps, blocks, rate, lo, hi, un in rows:
@@ -249,14 +255,10 @@ def run_pc(args):
         print(f"| {p} | {kind} | {eps} | {method} | {f1:.2f} +- {1.96 * sf:.2f} | {pr:.2f} | "
               f"{rc:.2f} |")
     if args.tag:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                            f"release_once_pc_{args.tag}_summary.csv")
-        with open(path, "w") as fh:
-            fh.write(f"# graphs={args.graphs} n={args.n} seed={args.seed}\n")
-            fh.write("p,sem,eps,method,f1,precision,recall,se_f1,se_precision,se_recall\n")
-            for row in out:
-                fh.write(",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
-                                  for v in row) + "\n")
+        path = _write_summary(f"release_once_pc_{args.tag}_summary.csv",
+                              f"graphs={args.graphs} n={args.n} seed={args.seed}",
+                              "p,sem,eps,method,f1,precision,recall,se_f1,se_precision,"
+                              "se_recall", out)
         print("wrote", path)
     return out
 

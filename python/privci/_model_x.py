@@ -112,6 +112,14 @@ class GaussianModelX:
         return f"GaussianModelX(mean={mean}, scale={scale})"
 
 
+def _require_protocol(model_x):
+    if not (isinstance(model_x, ModelX) and callable(model_x.conditional_mean)
+            and callable(model_x.sample)):
+        raise TypeError("`model_x` must follow the model-X protocol (methods conditional_mean(z) "
+                        "and sample(z, n_resamples, rng)), e.g. privci.GaussianModelX; got "
+                        f"{type(model_x).__name__} instead.")
+
+
 def _check_resamples(x_resamples, n):
     """``x_resamples`` as a finite float (m, n) array (they are part of the data set)."""
     xr = np.asarray(x_resamples, dtype=np.float64) if not isinstance(x_resamples, np.ndarray) \
@@ -137,11 +145,7 @@ def _resamples_and_mean(model_x, za, n, n_resamples, x_resamples, rng):
             raise ValueError(f"the conditional means (`model_x`) have {mu.shape[0]} entries; "
                              f"expected {n}.")
         return mu, np.ascontiguousarray(xr)
-    if not (isinstance(model_x, ModelX) and callable(model_x.conditional_mean)
-            and callable(model_x.sample)):
-        raise TypeError("`model_x` must follow the model-X protocol (methods conditional_mean(z) "
-                        "and sample(z, n_resamples, rng)), e.g. privci.GaussianModelX; got "
-                        f"{type(model_x).__name__} instead.")
+    _require_protocol(model_x)
     m = V.check_int(n_resamples, "n_resamples", 1)
     mu = np.asarray(model_x.conditional_mean(za), dtype=np.float64).ravel()
     xr = np.asarray(model_x.sample(za, m, rng), dtype=np.float64)
@@ -227,11 +231,7 @@ def _model_x_plan(model_x, za, n, n_resamples, x_resamples):
             raise ValueError(f"the conditional means (`model_x`) have {mean_arr.shape[0]} entries; "
                              f"expected {n}.")
     else:
-        if not (isinstance(model_x, ModelX) and callable(model_x.conditional_mean)
-                and callable(model_x.sample)):
-            raise TypeError("`model_x` must follow the model-X protocol (methods "
-                            "conditional_mean(z) and sample(z, n_resamples, rng)), e.g. "
-                            f"privci.GaussianModelX; got {type(model_x).__name__} instead.")
+        _require_protocol(model_x)
         m = V.check_int(n_resamples, "n_resamples", 1)
         if gaussian:
             mean_arr = None if callable(model_x.mean) else model_x.mean

@@ -106,9 +106,10 @@ def block_sums(products, labels, n_blocks):
 def auto_n_blocks(n, conditional, regression="spline"):
     """The default number of blocks, a public rule (n, whether z is given, the regression).
 
-    Without conditioning (no regression, so no regression bias), and with the released
-    spline regression (its products have sensitivity 2 and its fit's noise is accounted
-    for in the test): min(n, 20).  Each block sum gets Laplace(C / epsilon) noise whatever
+    Without conditioning (no regression, so no regression bias): min(n, 20).  With the
+    released spline regression privgcm replaces this by the design's own count (5, 10 or
+    20, ``privci._spline.choose_design``); min(n, 20) stays the value before the design
+    is chosen.  Each block sum gets Laplace(C / epsilon) noise whatever
     its size, so the noise in the statistic grows with the number of blocks k, while the
     t reference with k - 1 degrees of freedom costs power when k is small (critical value
     2.09 at k = 20 against 1.96).

@@ -394,6 +394,8 @@ def choose_design(n, d, p, q, epsilon, k=None, assume_additive=False):
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, assume_additive, fit_shares, gram_shares,
                    interval_choices, cert_rho):
+    # the choice sets and cert_rho are arguments so that the cache follows studies that
+    # change the module's constants (_resolvable reads CERT_RHO itself)
     interactions = (not assume_additive) and 2 <= d <= MAX_INTERACTION_D
     products = not assume_additive
     ref = min(REFERENCE_INTERVALS, interval_choices[-1])

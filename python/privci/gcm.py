@@ -605,10 +605,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     spline = reg == "spline" and inp.za is not None
     _check_assume_additive(assume_additive, spline)
     k = _check_n_blocks(n_blocks, inp.n, inp.za is not None, reg)
-    k_rule = None                # "auto" with the spline fit: the design's rule picks k
-    if spline and isinstance(n_blocks, str):
+    auto_k = spline and isinstance(n_blocks, str)   # "auto": the spline design picks k
+    if auto_k:
         from ._spline import choose_design
-        k_rule = True
         k = choose_design(inp.n, inp.za.shape[1], inp.p, inp.q, eps_test, None,
                           assume_additive=assume_additive).k
     if z_scale is not None and inp.za is None:
@@ -686,8 +685,9 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     fit_check = None
     if spline:
         (test, info, centre_info, xc_used, yc_used, spline_mech, hardened,
-         design, spline_sens, spline_rel) = _privgcm_spline(inp, None if k_rule else k, eps_test,
-                                                centre_noise, user_rng, mode, assume_additive)
+         design, spline_sens, spline_rel) = _privgcm_spline(
+             inp, None if auto_k else k, eps_test, centre_noise, user_rng, mode,
+             assume_additive)
         stat, pval, stat_name = test.statistic, test.pvalue, test.name
         eps_fit, eps_t = design.eps_fit, design.eps_test
         from ._spline import fit_check as _fit_check
