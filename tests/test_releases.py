@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import privci
-from privci import _spline, _transform, baselines, bounds, mechanisms
+from privci import _gcm_pipeline, _spline, _transform, baselines, bounds, mechanisms
 from privci.results import PrivacyRecord, Release, composed_epsilon
 
 # the modules (privci.crt and privci.gcm are also the names of functions)
@@ -63,7 +63,7 @@ def calls(monkeypatch):
         return noise, scale, hardened, mech
 
     monkeypatch.setattr(baselines, "_discrete_laplace", discrete_laplace)
-    for mod in (mechanisms, gcm, _spline, _transform, baselines):
+    for mod in (mechanisms, gcm, _gcm_pipeline, _spline, _transform, baselines):
         if hasattr(mod, "laplace_mechanism"):
             monkeypatch.setattr(mod, "laplace_mechanism", laplace)
     monkeypatch.setattr(mechanisms, "report_noisy_max", noisy_max)

@@ -460,10 +460,10 @@ def _dask_caption(n_parts):
 
 # --------------------------------------------------------------------------- PrivGCM
 
-def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_test, eps_c,
-                    scaling, means, xc, yc, centre_info, inp, user_rng, mode, n_sim,
-                    alternative, composition, assume_additive=False):
-    """The released-regression path of privgcm on Dask (``gcm._privgcm_spline``, two passes).
+def _spline_mechanism(client, xbl, ybl, zbl, offsets, plan, inp, scaling, means, xc, yc,
+                      centre, user_rng, mode):
+    """The released-regression mechanism of privgcm on Dask (two passes; the in-memory
+    ``gcm._privgcm_spline`` on partitions); returns the pipeline's ``MechanismOutput``.
 
     The seeded draws come in the in-memory order: (centre noise, drawn by the caller),
     the entropy of the half split, the x fit's noise (Gram, cross-products), the y fit's,
@@ -471,15 +471,11 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     """
     from dask import delayed
 
-    from . import _spline as S
-    from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, guarantee_text,
-                           new_entropy)
-    from ._stats import _method_name
+    from . import _gcm_pipeline as P, _spline as S
+    from ._private import block_counts, new_entropy
     from .mechanisms import quiet
-    from .results import PrivacyRecord, PrivateTestResult, Release
 
-    design = S.choose_design(n, d, p, q, eps_test, k, assume_additive=assume_additive)
-    eps_fit, eps_t = design.eps_fit, design.eps_test
+    design, n, p, q, k = plan.design, plan.n, inp.p, inp.q, plan.k
     spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
             "entropy": new_entropy(user_rng)}
     # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed exactly
@@ -500,182 +496,29 @@ def _privgcm_spline(client, xbl, ybl, zbl, offsets, *, n, p, q, d, k, eps, eps_t
     _restore(user_rng, state)
     with quiet():
         test = S.spline_test(released, rel_x, rel_y, design, mode)
-    stat, pval, stat_name = test.statistic, test.pvalue, test.name
-    fit_check = S.fit_check(test, design)
-
-    # the privacy record: that of gcm.privgcm's spline path, field by field
-    mechanism = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
-    hardened = info.hardened and rel_x.hardened and rel_y.hardened
-    releases = S.spline_releases(rel_x, rel_y, design, info, sens)
-    caveats = []
-    if not hardened:
-        caveats.append(SEEDED_CAVEAT)
-    caveats.append(REGRESSION_CAVEAT)
-    caveats.append(S.additive_caveat(design))
-    parts_eps, pieces = [], []
-    if centre_info is not None:
-        releases = (Release("centres (means of the scaled x, y)", eps_c, 2.0 * (p + q) / n,
-                            centre_info.scale, centre_info.mechanism),) + releases
-        parts_eps.append(f"{eps_c:g} for the released centres")
-        pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
-                      f"(epsilon {eps_c:g})")
-    parts_eps.append(f"{eps_fit:g} for the released regression")
-    if pieces:
-        mechanism = "; ".join([mechanism] + pieces)
-    comp_text = (f" (sequential composition: {', '.join(parts_eps)}, {eps_t:g} for the block "
-                 "sums)")
-    record = PrivacyRecord(
-        epsilon=eps, mechanism=mechanism, sensitivity=sens,
-        noise_scale=info.scale, hardened=hardened, ridge_lambda=None, kernel_sigma=None,
-        bounds={"x_bound": tuple(np.asarray(inp.xb, dtype=float).tolist()),
-                "y_bound": tuple(np.asarray(inp.yb, dtype=float).tolist()),
-                "x_center": tuple(np.asarray(xc, dtype=float).tolist()),
-                "y_center": tuple(np.asarray(yc, dtype=float).tolist())},
-        guarantee=guarantee_text(
-            eps, "statistic, pvalue", "one row (x_i, y_i, z_i)", hardened=hardened,
-            released_bounds=False, covered=True, composition=comp_text),
-        caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind="released spline fit", releases=releases)
-    c = p * q
-    method = _method_name(c, private=True) + ", released spline regression"
-    if k < n:
-        method += f", {k} noisy block sums"
-    method += _dask_caption(len(xbl))
-    return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
-                             method=method, n=n, privacy=record, statistic_name=stat_name,
-                             n_sim=None, fit_check=fit_check)
+    return P.spline_output(
+        test, design, info, sens,
+        S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens),
+        info.hardened and rel_x.hardened and rel_y.hardened,
+        S.spline_releases(rel_x, rel_y, design, info, sens), inp, xc, yc, centre)
 
 
-def _shift_scale(block, zc, zs):
-    """(z - zc) / zs of one partition, without warnings, overflow mapped to +-max float."""
-    big = np.finfo(np.float64).max
-    with np.errstate(all="ignore"):
-        out = block - zc
-        if zs is not None:
-            out = out / zs
-        return np.clip(np.nan_to_num(out, nan=0.0, posinf=big, neginf=-big), -big, big)
-
-
-def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
-            alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
-            kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
-            budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None,
-            assume_additive=False):
-    """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc)."""
-    if regression == "spline" and z is not None and (z_scale is None or z_center is None):
-        raise ValueError("on Dask arrays the spline fit needs public `z_center` and `z_scale` "
-                         "(in memory they default to private 'auto' values, not available on "
-                         "Dask yet: release them on a sample with privci.bounds.private_bounds "
-                         "and private_scale, or pass known values, both in z's own units as "
-                         "privgcm's privacy.bounds states them); got "
-                         f"z_center={z_center!r}, z_scale={z_scale!r}.")
-    if z_center is None:
-        z_center = 0.0
-    if bounds_epsilon is not None or any(
-            isinstance(v, str) for v in (x_bound, y_bound, x_center, y_center, z_scale, z_center)):
-        raise ValueError("'auto' bounds, centres and z scales are not available on Dask arrays "
-                         "yet: release them first with privci.bounds.private_bounds (or "
-                         "private_scale) on a sample or pass public values.")
+def _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling, means, xc,
+                   yc, centre):
+    """The kernel ridge mechanism of privgcm on Dask (random features, two passes)."""
     from dask import delayed
 
-    from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_statistic,
-                           guarantee_text, new_entropy)
-    from .budget import _charge
-    from ._epsilon import remaining
-    from ._params import _check_assume_additive, _check_n_blocks, _check_regression
-    from ._stats import _method_name, _statistic_from_sums
-    from ._transform import _GCMInputs
+    from . import _gcm_pipeline as P
+    from ._private import block_counts, block_statistic, new_entropy
+    from ._stats import _statistic_from_sums
     from .mechanisms import NoiseInfo, _grid_exponent, _opendp_laplace
     from .regression import rff_frequencies
-    from .results import PrivacyRecord, PrivateTestResult, Release
+    from .results import Release
 
-    eps = V.positive_finite(epsilon, "epsilon")
-    mode = V.check_alternative(alternative)
-    n_sim = V.check_int(n_sim, "n_sim", 1)
-    user_rng = None if rng is None else V.check_rng(rng)
-    eps_c = None
-    eps_test = eps
-    if center_epsilon is not None:
-        eps_c = V.positive_finite(center_epsilon, "center_epsilon")
-        if not eps_c < eps:
-            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}), which "
-                             f"it is part of; got {center_epsilon!r} instead.")
-        eps_test = remaining(eps, eps_c)
-    xd, yd, zd, n = _inputs(x, y, z)
-    if regression == "krr":
-        _need_rff(zd, kernel_approximation, "PrivGCM with regression='krr'")
-    V.check_min_n(n, 2, "PrivGCM")
-    p, q = xd.shape[1], yd.shape[1]
-    # the in-memory validation of every hyper-parameter, on placeholder rows
-    inp = _GCMInputs(np.zeros((2, p)), np.zeros((2, q)),
-                     None if zd is None else np.zeros((2, zd.shape[1])), x_bound, y_bound,
-                     ridge_lambda, kernel_sigma, cv_lambdas, kernel_approximation, n_features,
-                     feature_rng, x_center, y_center, sensitivity)
-    conditional = zd is not None
-    reg = _check_regression(regression, conditional, {
-        "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
-        "kernel_approximation": kernel_approximation, "n_features": n_features,
-        "feature_rng": feature_rng, "sensitivity": sensitivity})
-    spline = reg == "spline" and conditional
-    _check_assume_additive(assume_additive, spline)
-    k = _check_n_blocks(n_blocks, n, conditional, reg)
-    if spline and isinstance(n_blocks, str):      # "auto": the spline design's rule picks k
-        from ._spline import choose_design
-        k = choose_design(n, zd.shape[1], p, q, eps_test, None,
-                          assume_additive=assume_additive).k
-    if z_scale is not None and not conditional:
-        raise ValueError("`z_scale` needs z; got z = None.")
-    zc = zs = None
-    if not conditional:
-        if not (isinstance(z_center, (int, float)) and not isinstance(z_center, bool)
-                and z_center == 0):
-            raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
-    else:
-        zc = V.public_centres(z_center, "z_center", zd.shape[1])
-        if z_scale is not None:
-            zs = V.positive_bounds(z_scale, "z_scale", zd.shape[1])
-    c = p * q
-    if k == n and c > 1 and not spline:
-        raise ValueError("PrivGCM on Dask arrays with one block per row (n_blocks=None, or "
-                         "'auto' with z and regression='krr') supports univariate x and y only "
-                         "(the max statistic needs every noisy product); give an integer "
-                         f"`n_blocks` for multivariate x or y (got {p} x {q} columns).")
-    client = _client()
-    named = [("x", xd), ("y", yd)] + ([("z", zd)] if conditional else [])
-    _check_finite(client, named, n)
-    composition = _charge(budget, eps, test="privgcm", details=f"n = {n}, {k} blocks")
-    if conditional:
-        # public shift and scale of z, as in memory: (z - z_center) / z_scale, elementwise
-        # (silently, and mapped back into the finite numbers: 1e308 - (-1e308) overflows)
-        if np.any(zc != 0) or zs is not None:
-            zd = zd.map_blocks(_shift_scale, zc, zs, dtype=np.float64)
-
-    xbl, ybl = _blocks(xd), _blocks(yd)
-    zbl = _blocks(zd) if conditional else [None] * len(xbl)
-    offsets = _offsets(xd)
-    scaling = (inp.xc, inp.xb, inp.yc, inp.yb)
-    xc, yc = inp.xc, inp.yc
-    centre_info = None
-    means = None
-    if eps_c is not None:
-        # drawn first, as in memory (inp.scaled): the released means of the clipped,
-        # scaled columns, then U = clip(U - means, -1, 1) in every later pass
-        parts = [delayed(_colsum_block)(a, b, *scaling) for a, b in zip(xbl, ybl)]
-        task = delayed(_noisy_reduce)(parts, 2.0 * (p + q) / n, eps_c, _rng_state(user_rng),
-                                      1.0, divide=float(n))
-        means, centre_info, state = _run(client, [task], n)[0]
-        _restore(user_rng, state)
-        xc = xc + inp.xb * means[:p]
-        yc = yc + inp.yb * means[p:]
-    if spline:
-        return _privgcm_spline(
-            client, xbl, ybl, zbl, offsets, n=n, p=p, q=q, d=zd.shape[1], k=k, eps=eps,
-            eps_test=eps_test, eps_c=eps_c, scaling=scaling, means=means, xc=xc, yc=yc,
-            centre_info=centre_info, inp=inp, user_rng=user_rng, mode=mode, n_sim=n_sim,
-            alternative=alternative, composition=composition, assume_additive=assume_additive)
+    n, k, p, q, user_rng = plan.n, plan.k, inp.p, inp.q, par.rng
+    eps_test, c = plan.test_epsilon, inp.p * inp.q
     freqs_t = w = None
-    if conditional:
+    if zd is not None:
         freqs = rff_frequencies(zd.shape[1], inp.n_features, inp.sigma, inp.feature_rng)
         U_parts = [delayed(_scaled_block)(a, b, *scaling, means) for a, b in zip(xbl, ybl)]
         freqs_t, w = _ridge_weights(client, zd, U_parts, freqs, n * inp.lam, n)
@@ -706,7 +549,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         s1, s2 = _run(client, [_tree_sum(parts)], n)[0]
         if user_rng is not None:
             _restore(user_rng, _rng_state(_advanced(state, n * c)))
-        stat, pval = _statistic_from_sums(s1, s2, n, mode, stacklevel=4)
+        stat, pval = _statistic_from_sums(s1, s2, n, par.mode, stacklevel=5)
         stat_name = "Z"
     else:
         spec["mode"] = "blocks"
@@ -719,49 +562,99 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         released, info, state = _run(client, [task], n)[0]
         _restore(user_rng, state)
         boot_rng = user_rng if user_rng is not None else np.random.default_rng()
-        stat, pval, stat_name = block_statistic(released, counts, n_sim, mode, boot_rng)
-
-    caveats = []
-    if not info.hardened:
-        caveats.append(SEEDED_CAVEAT)
-    if conditional:
-        caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
-                       "independent of the data; same sensitivity constant.")
-        caveats.append(REGRESSION_CAVEAT)
+        stat, pval, stat_name = block_statistic(released, counts, par.n_sim, par.mode,
+                                                boot_rng)
     what = "block sums" if k < n else "residual products"
-    mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
-    comp_text = ""
-    releases = (Release(f"{k} {what}", eps_test, inp.sensitivity, info.scale, info.mechanism),)
-    if centre_info is not None:
-        releases = (Release("centres (means of the scaled x, y)", eps_c, 2.0 * (p + q) / n,
-                            centre_info.scale, centre_info.mechanism),) + releases
-        mechanism = (f"{mechanism} (epsilon {eps_test:g}); centres: "
-                     f"{centre_info.mechanism}, scale {centre_info.scale:.4g} "
-                     f"(epsilon {eps_c:g})")
-        comp_text = (f" (sequential composition: {eps_c:g} for the released "
-                     f"centres, {eps_test:g} for the {what})")
-    record = PrivacyRecord(
-        epsilon=eps, mechanism=mechanism, sensitivity=inp.sensitivity,
-        noise_scale=info.scale, hardened=info.hardened,
-        ridge_lambda=inp.lam, kernel_sigma=inp.sigma if conditional else None,
-        bounds={"x_bound": tuple(inp.xb.tolist()), "y_bound": tuple(inp.yb.tolist()),
-                "x_center": tuple(np.asarray(xc).tolist()),
-                "y_center": tuple(np.asarray(yc).tolist())},
-        guarantee=guarantee_text(
-            eps, "statistic, pvalue",
-            "one row (x_i, y_i, z_i)" if conditional else "one row (x_i, y_i)",
-            hardened=info.hardened, covered=True, composition=comp_text),
-        caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind=inp.kind, releases=releases)
-    method = _method_name(c, private=True)
-    if not conditional:
-        method = method.replace("test", "test without conditioning", 1)
-    if k < n:
-        method += f", {k} noisy block sums"
-    method += _dask_caption(len(xbl))
-    return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
-                             method=method, n=n, privacy=record, statistic_name=stat_name,
-                             n_sim=n_sim if c > 1 else None)
+    releases = ((centre,) if centre is not None else ()) + (
+        Release(f"{k} {what}", eps_test, inp.sensitivity, info.scale, info.mechanism),)
+    return P.MechanismOutput(
+        statistic=stat, pvalue=pval, statistic_name=stat_name, noise=info,
+        hardened=info.hardened,
+        mechanism=f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)",
+        sensitivity=inp.sensitivity, sensitivity_kind=inp.kind, x_bound=inp.xb,
+        y_bound=inp.yb, x_center=np.asarray(xc), y_center=np.asarray(yc), releases=releases,
+        ridge_lambda=inp.lam, kernel_sigma=inp.sigma if zd is not None else None,
+        n_sim=par.n_sim if c > 1 else None)
+
+
+def _shift_scale(block, zc, zs):
+    """(z - zc) / zs of one partition, without warnings, overflow mapped to +-max float."""
+    big = np.finfo(np.float64).max
+    with np.errstate(all="ignore"):
+        out = block - zc
+        if zs is not None:
+            out = out / zs
+        return np.clip(np.nan_to_num(out, nan=0.0, posinf=big, neginf=-big), -big, big)
+
+
+def privgcm(x, y, z=None, **call):
+    """:func:`privci.privgcm` over the partitions of Dask arrays (see the module doc): the
+    same parameters, release plan and result as in memory; only the passes differ."""
+    from dask import delayed
+
+    from . import _gcm_pipeline as P
+    z_scale, z_center = call.get("z_scale"), call.get("z_center")
+    if call.get("regression") == "spline" and z is not None and (z_scale is None
+                                                                 or z_center is None):
+        raise ValueError("on Dask arrays the spline fit needs public `z_center` and `z_scale` "
+                         "(in memory they default to private 'auto' values, not available on "
+                         "Dask yet: release them on a sample with privci.bounds.private_bounds "
+                         "and private_scale, or pass known values, both in z's own units as "
+                         "privgcm's privacy.bounds states them); got "
+                         f"z_center={z_center!r}, z_scale={z_scale!r}.")
+    if call.get("bounds_epsilon") is not None or any(
+            isinstance(call.get(v), str) for v in ("x_bound", "y_bound", "x_center",
+                                                   "y_center", "z_scale", "z_center")):
+        raise ValueError("'auto' bounds, centres and z scales are not available on Dask arrays "
+                         "yet: release them first with privci.bounds.private_bounds (or "
+                         "private_scale) on a sample or pass public values.")
+    par = P.gcm_params(conditional=z is not None, **call)
+    xd, yd, zd, n = _inputs(x, y, z)
+    if par.regression == "krr":
+        _need_rff(zd, par.krr["kernel_approximation"], "PrivGCM with regression='krr'")
+    V.check_min_n(n, 2, "PrivGCM")
+    p, q, d = xd.shape[1], yd.shape[1], 0 if zd is None else zd.shape[1]
+    # the in-memory validation of every option, on placeholder rows; then the row count
+    inp = par.inputs(np.zeros((2, p)), np.zeros((2, q)), None if zd is None else np.zeros((2, d)))
+    inp.n = n
+    zc, zs = P.public_z(par, d)
+    plan = P.gcm_plan(par, n, d, p, q)
+    if plan.k == n and p * q > 1 and not par.spline:
+        raise ValueError("PrivGCM on Dask arrays with one block per row (n_blocks=None, or "
+                         "'auto' with z and regression='krr') supports univariate x and y only "
+                         "(the max statistic needs every noisy product); give an integer "
+                         f"`n_blocks` for multivariate x or y (got {p} x {q} columns).")
+    client = _client()
+    _check_finite(client, [("x", xd), ("y", yd)] + ([("z", zd)] if zd is not None else []), n)
+    composition = plan.charge(par.budget, "privgcm")
+    if zd is not None and (np.any(zc != 0) or zs is not None):
+        # public shift and scale of z, as in memory: (z - z_center) / z_scale, elementwise
+        # (silently, and mapped back into the finite numbers: 1e308 - (-1e308) overflows)
+        zd = zd.map_blocks(_shift_scale, zc, zs, dtype=np.float64)
+    xbl, ybl, offsets = _blocks(xd), _blocks(yd), _offsets(xd)
+    zbl = _blocks(zd) if zd is not None else [None] * len(xbl)
+    scaling = (inp.xc, inp.xb, inp.yc, inp.yb)
+    xc, yc, means, centre = inp.xc, inp.yc, None, None
+    eps_c = plan.share("centres")
+    if eps_c is not None:
+        # drawn first, as in memory (inp.scaled): the released means of the clipped,
+        # scaled columns, then U = clip(U - means, -1, 1) in every later pass
+        parts = [delayed(_colsum_block)(a, b, *scaling) for a, b in zip(xbl, ybl)]
+        task = delayed(_noisy_reduce)(parts, 2.0 * (p + q) / n, eps_c, _rng_state(par.rng),
+                                      1.0, divide=float(n))
+        means, centre_info, state = _run(client, [task], n)[0]
+        _restore(par.rng, state)
+        xc = xc + inp.xb * means[:p]
+        yc = yc + inp.yb * means[p:]
+        centre = P.centre_release(centre_info, eps_c, p, q, n)
+    if par.spline:
+        out = _spline_mechanism(client, xbl, ybl, zbl, offsets, plan, inp, scaling, means, xc,
+                                yc, centre, par.rng, par.mode)
+    else:
+        out = _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling,
+                             means, xc, yc, centre)
+    return P.gcm_result(par, plan, inp, P.PublicReleases(), out, composition,
+                        caption=_dask_caption(len(xbl)))
 
 
 # --------------------------------------------------------------------------- GCM

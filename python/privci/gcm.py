@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import _kernels, _validation as V
+from . import _gcm_pipeline as P, _kernels, _validation as V
 from ._epsilon import remaining
 from ._frames import accepts_data_frames
 from ._params import (_check_approximation, _check_assume_additive, _check_n_blocks,
@@ -343,6 +343,19 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_addit
     return test, info, centre_info, xc, yc, mech, hardened, design, sens, releases
 
 
+def _spline_mechanism(par, plan, inp):
+    """The released spline regression in memory, as a pipeline mechanism."""
+    eps_c = plan.share("centres")
+    centre_noise = None if eps_c is None else (eps_c, par.rng)
+    (test, info, centre_info, xc, yc, mech, hardened, design, sens,
+     releases) = _privgcm_spline(inp, None if par.auto_k else plan.k, plan.test_epsilon,
+                                 centre_noise, par.rng, par.mode, par.assume_additive)
+    centre = (None if centre_info is None else
+              P.centre_release(centre_info, eps_c, inp.p, inp.q, inp.n))
+    return P.spline_output(test, design, info, sens, mech, hardened, releases, inp, xc, yc,
+                           centre)
+
+
 @accepts_data_frames
 def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
@@ -539,287 +552,33 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     >>> privci.privgcm(x, y, None, epsilon=1.0, x_bound=4, y_bound=4, rng=7).privacy.n_blocks
     20
     """
+    call = dict(epsilon=epsilon, x_bound=x_bound, y_bound=y_bound, ridge_lambda=ridge_lambda,
+                kernel_sigma=kernel_sigma, alternative=alternative, rng=rng, n_sim=n_sim,
+                cv_lambdas=cv_lambdas, kernel_approximation=kernel_approximation,
+                n_features=n_features, feature_rng=feature_rng, x_center=x_center,
+                y_center=y_center, center_epsilon=center_epsilon, n_blocks=n_blocks,
+                sensitivity=sensitivity, budget=budget, bounds_epsilon=bounds_epsilon,
+                z_scale=z_scale, regression=regression, z_center=z_center,
+                assume_additive=assume_additive)
     from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
     if _dask.is_dask(x, y, z):
-        return _dask.privgcm(**{k: v for k, v in locals().items() if k != "_dask"})
-    eps = V.positive_finite(epsilon, "epsilon")
-    mode = V.check_alternative(alternative)
-    n_sim = V.check_int(n_sim, "n_sim", 1)
-    user_rng = None if rng is None else V.check_rng(rng)
-    auto = {name: isinstance(v, str) and v == "auto" for name, v in
-            (("x_bound", x_bound), ("y_bound", y_bound), ("x_center", x_center),
-             ("y_center", y_center))}
-    for name, v in (("x_bound", x_bound), ("y_bound", y_bound), ("x_center", x_center),
-                    ("y_center", y_center)):
-        if isinstance(v, str) and not auto[name]:
-            raise ValueError(f"`{name}` must be a number, one per column, or 'auto'; got "
-                             f"{v!r} instead.")
-    # The spline fit places its knots on (z - z_center) / z_scale: by default both are
-    # released privately ("auto"); with the kernel ridge regression z is used as given.
-    spline_default = regression == "spline" and z is not None
-    if z_scale is None and spline_default:
-        z_scale = "auto"
-    if z_center is None:
-        z_center = "auto" if spline_default else 0.0
-    scale_auto = isinstance(z_scale, str) and z_scale == "auto"
-    if isinstance(z_scale, str) and not scale_auto:
-        raise ValueError(f"`z_scale` must be None, a positive number, one per column of z, or "
-                         f"'auto'; got {z_scale!r} instead.")
-    zc_auto = isinstance(z_center, str) and z_center == "auto"
-    if isinstance(z_center, str) and not zc_auto:
-        raise ValueError(f"`z_center` must be None, a number, one per column of z, or 'auto'; "
-                         f"got {z_center!r} instead.")
-    eps_b = None
-    if any(auto.values()) or scale_auto or zc_auto:
-        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
-                                                                            "bounds_epsilon")
-        if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
-            center_epsilon = 0.1 * eps
-    elif bounds_epsilon is not None:
-        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound, centre or z_scale; "
-                         f"got {bounds_epsilon!r} with none.")
-    eps_c = centre_noise = None
-    eps_test = eps
-    if eps_b is not None:
-        if not eps_b < eps:
-            raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
-                             f"it is part of; got {eps_b!r} instead.")
-        eps_test = remaining(eps_test, eps_b)
-    if center_epsilon is not None:
-        eps_c = V.positive_finite(center_epsilon, "center_epsilon")
-        if not eps_c < eps_test:
-            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
-                             f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
-                             "instead.")
-        eps_test = remaining(eps_test, eps_c)
-        centre_noise = (eps_c, user_rng)
-    inp = _GCMInputs(x, y, z, 1.0 if auto["x_bound"] else x_bound,
-                     1.0 if auto["y_bound"] else y_bound, ridge_lambda, kernel_sigma, cv_lambdas,
-                     kernel_approximation, n_features, feature_rng,
-                     0.0 if auto["x_center"] else x_center,
-                     0.0 if auto["y_center"] else y_center, sensitivity)
-    reg = _check_regression(regression, inp.za is not None, {
-        "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
-        "kernel_approximation": kernel_approximation, "n_features": n_features,
-        "feature_rng": feature_rng, "sensitivity": sensitivity})
-    spline = reg == "spline" and inp.za is not None
-    _check_assume_additive(assume_additive, spline)
-    k = _check_n_blocks(n_blocks, inp.n, inp.za is not None, reg)
-    auto_k = spline and isinstance(n_blocks, str)   # "auto": the spline design picks k
-    if auto_k:
-        from ._spline import choose_design
-        k = choose_design(inp.n, inp.za.shape[1], inp.p, inp.q, eps_test, None,
-                          assume_additive=assume_additive).k
-    if z_scale is not None and inp.za is None:
-        raise ValueError("`z_scale` needs z; got z = None.")
-    if inp.za is None:
-        if not (isinstance(z_center, (int, float)) and not isinstance(z_center, bool)
-                and z_center == 0):
-            raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
-    elif not zc_auto:
-        zc = V.public_centres(z_center, "z_center", inp.za.shape[1])
-        if np.any(zc != 0):
-            with quiet():
-                inp.za = _finite(inp.za - zc)
-    zs_pub = None   # a public z_scale: the released z centre is in units of z / zs_pub
-    if z_scale is not None and not scale_auto:
-        zs_pub = V.positive_bounds(z_scale, "z_scale", inp.za.shape[1])
-        with quiet():
-            inp.za = _finite(inp.za / zs_pub)
-    composition = _charge(budget, eps, test="privgcm",
-                          details=f"n = {inp.n}, {k} blocks")
-    auto_params = None
-    scale_params = None
-    zcentre_params = None
-    from .bounds import _reliability, _report_unreliable
-    notes = []   # public numbers only: which releases have too small an n x epsilon
-    if scale_auto or zc_auto:
-        n_auto = sum(auto.values())
-        # z's share of bounds_epsilon: one part per released z quantity against one per
-        # released x / y item
-        d = inp.za.shape[1]
-        z_items = d * (int(scale_auto) + int(zc_auto))
-        xy_items = n_auto * max(inp.p, inp.q)
-        eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
-        eps_zc = eps_z / 2.0 if (scale_auto and zc_auto) else eps_z
-        eps_zs = remaining(eps_z, eps_zc) if (scale_auto and zc_auto) else eps_z
-        eps_b_rest = remaining(eps_b, eps_z) if xy_items else 0.0
-        if zc_auto:
-            notes.append(_reliability("z_center", inp.n, eps_zc, d))
-        if scale_auto:
-            notes.append(_reliability("z_scale", inp.n // 2, eps_zs, d,
-                                      unit="paired differences"))
-    else:
-        eps_b_rest = eps_b
-    if eps_b is not None and any(auto.values()):
-        k_xy = ((int(auto["x_center"]) + int(auto["x_bound"])) * inp.p
-                + (int(auto["y_center"]) + int(auto["y_bound"])) * inp.q)
-        notes.append(_reliability(
-            "/".join(nm for nm in ("x_center", "y_center", "x_bound", "y_bound") if auto[nm]),
-            inp.n, eps_b_rest, k_xy))
-    # outside quiet(), before any release: the warning depends on public numbers only
-    unreliable_caveats = _report_unreliable(notes, "privgcm")
-    if scale_auto or zc_auto:
-        from .bounds import private_bounds, private_scale
-        if zc_auto:
-            with quiet():
-                zcentre_params = private_bounds(inp.za, epsilon=eps_zc, center=True, bound=False,
-                                                rng=user_rng)
-                inp.za = _finite(inp.za - np.asarray(zcentre_params.center, dtype=np.float64))
-        if scale_auto:
-            with quiet():
-                scale_params = private_scale(inp.za, epsilon=eps_zs, rng=user_rng)
-                inp.za = _finite(inp.za / np.asarray(scale_params.scale, dtype=np.float64))
-    if eps_b is not None and any(auto.values()):
-        from .bounds import _auto_public_parameters
-        with quiet():
-            auto_params = _auto_public_parameters(
-                inp.xa, inp.ya, epsilon=eps_b_rest,
-                want_center=(auto["x_center"], auto["y_center"]),
-                want_bound=(auto["x_bound"], auto["y_bound"]),
-                x_center=inp.xc, y_center=inp.yc, rng=user_rng)
-        for key, attr in (("x_center", "xc"), ("y_center", "yc"), ("x_bound", "xb"),
-                          ("y_bound", "yb")):
-            if auto_params.get(key) is not None:
-                setattr(inp, attr, np.asarray(auto_params[key], dtype=np.float64))
-    fit_check = None
-    if spline:
-        (test, info, centre_info, xc_used, yc_used, spline_mech, hardened,
-         design, spline_sens, spline_rel) = _privgcm_spline(
-             inp, None if auto_k else k, eps_test, centre_noise, user_rng, mode,
-             assume_additive)
-        stat, pval, stat_name = test.statistic, test.pvalue, test.name
-        eps_fit, eps_t = design.eps_fit, design.eps_test
-        from ._spline import fit_check as _fit_check
-        fit_check = _fit_check(test, design)
-        caveats = []
-        rp = None
-    else:
-        rp, caveats, centre_info = inp.transform(centre_noise)
-        prod = rp.products.reshape(rp.products.shape[0], -1)
-        value_bound = inp.rbound ** 2
-    if spline:
-        pass
-    elif k == inp.n:
-        released, info = laplace_mechanism(prod, rp.sensitivity, eps_test, user_rng,
-                                           value_bound=value_bound)
-        del prod
-        boot_rng = user_rng if user_rng is not None else np.random.default_rng()
-        stat, pval = _statistic_from_products(released, n_sim, mode, boot_rng)
-        stat_name = "Z" if released.shape[1] == 1 else "max|Z|"
-    else:
-        labels = block_labels(inp.n, k, new_entropy(user_rng))
-        with quiet():
-            sums = block_sums(prod, labels, k)
-        del prod, labels
-        counts = block_counts(inp.n, k)
-        released, info = laplace_mechanism(sums, rp.sensitivity, eps_test, user_rng,
-                                           value_bound=value_bound * counts.max())
-        boot_rng = user_rng if user_rng is not None else np.random.default_rng()
-        stat, pval, stat_name = block_statistic(released, counts, n_sim, mode, boot_rng)
-    if not (info.hardened if not spline else hardened):
-        caveats.append(SEEDED_CAVEAT)
-    if kernel_approximation == "rff" and inp.za is not None and not spline:
-        caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
-                       "independent of the data; same sensitivity constant.")
-    if inp.za is not None:
-        caveats.append(REGRESSION_CAVEAT)
-    if spline:
-        from ._spline import additive_caveat
-        caveats.append(additive_caveat(design))
-    what = "block sums" if k < inp.n else "residual products"
-    if spline:
-        mechanism = spline_mech
-    else:
-        mechanism = f"{info.mechanism} on {k} {what} ({inp.kind} sensitivity)"
-    comp_text = ""
-    parts, pieces = [], []
-    releases = []
-    if zcentre_params is not None:
-        releases.extend(replace(r, name="z_" + r.name) for r in zcentre_params.releases)
-        parts.append(f"{zcentre_params.epsilon:g} for the released centres of z")
-        pieces.append(f"z centres: {zcentre_params.mechanism}")
-    if scale_params is not None:
-        releases.extend(replace(r, name="z_" + r.name) for r in scale_params.releases)
-        parts.append(f"{scale_params.epsilon:g} for the released scales of z")
-        pieces.append(f"z scales: {scale_params.mechanism}")
-    if auto_params is not None:
-        releases.extend(auto_params["releases"])
-        parts.append(f"{auto_params['epsilon']:g} for the released bounds/centres "
-                     f"({', '.join(auto_params['released'])})")
-        pieces.append(f"bounds: {auto_params['mechanism']} (epsilon {auto_params['epsilon']:g})")
-        caveats.extend(auto_params.get("caveats", ()))
-    caveats.extend(unreliable_caveats)
-    if centre_info is not None:
-        releases.append(Release("centres (means of the scaled x, y)", eps_c,
-                                2.0 * (inp.p + inp.q) / inp.n, centre_info.scale,
-                                centre_info.mechanism))
-        parts.append(f"{eps_c:g} for the released centres")
-        pieces.append(f"centres: {centre_info.mechanism}, scale {centre_info.scale:.4g} "
-                      f"(epsilon {eps_c:g})")
-    if spline:
-        releases.extend(spline_rel)
-    else:
-        releases.append(Release(f"{k} {what}", eps_test, rp.sensitivity, info.scale,
-                                info.mechanism))
-    if spline:
-        parts.append(f"{eps_fit:g} for the released regression")
-        tail = f"{eps_t:g} for the block sums"
-        if pieces:
-            mechanism = "; ".join([mechanism] + pieces)
-        comp_text = f" (sequential composition: {', '.join(parts)}, {tail})"
-    elif parts:
-        mechanism = "; ".join([f"{mechanism} (epsilon {eps_test:g})"] + pieces)
-        comp_text = (f" (sequential composition: {', '.join(parts)}, {eps_test:g} for the "
-                     f"{what})")
-    covered = inp.grid is None
-    if spline:
-        xb, yb, xcu, ycu = inp.xb, inp.yb, np.asarray(xc_used), np.asarray(yc_used)
-        sens, lam, ksig, kind = spline_sens, None, None, "released spline fit"
-        hard = hardened
-    else:
-        xb, yb, xcu, ycu = rp.x_bound, rp.y_bound, rp.x_center, rp.y_center
-        sens, lam, kind, hard = rp.sensitivity, rp.ridge_lambda, inp.kind, info.hardened
-        ksig = rp.kernel_sigma if inp.za is not None else None
-    zc_record = None
-    if zcentre_params is not None:
-        # in z's own units: with a public z_scale the centre was released on z / z_scale, so
-        # that passing the record back as a public z_center reproduces the centring
-        zc_record = np.asarray(zcentre_params.center, dtype=np.float64)
+        return _dask.privgcm(x, y, z, **call)
+    # 1. parameters, validated before any data are read; then the data
+    par = P.gcm_params(conditional=z is not None, **call)
+    inp = par.inputs(x, y, z)
+    d = 0 if inp.za is None else inp.za.shape[1]
+    zc_pub, zs_pub = P.public_z(par, d)
+    # 2. every epsilon share, from public numbers; the budget is charged before anything
+    plan = P.gcm_plan(par, inp.n, d, inp.p, inp.q)
+    composition = plan.charge(par.budget, "privgcm")
+    # 3. public shift and scale of z, then the released z centres/scales and x/y bounds
+    with quiet():
+        if zc_pub is not None and np.any(zc_pub != 0):
+            inp.za = P.finite(inp.za - zc_pub)
         if zs_pub is not None:
-            with np.errstate(all="ignore"):   # released value x public scale: post-processing
-                zc_record = np.clip(zc_record * zs_pub, -np.finfo(np.float64).max,
-                                    np.finfo(np.float64).max)
-    record = PrivacyRecord(
-        epsilon=eps, mechanism=mechanism, sensitivity=sens,
-        noise_scale=info.scale, hardened=hard, ridge_lambda=lam,
-        kernel_sigma=ksig,
-        bounds={"x_bound": tuple(np.asarray(xb, dtype=float).tolist()),
-                "y_bound": tuple(np.asarray(yb, dtype=float).tolist()),
-                "x_center": tuple(np.asarray(xcu, dtype=float).tolist()),
-                "y_center": tuple(np.asarray(ycu, dtype=float).tolist()),
-                **({"z_center": tuple(zc_record.tolist())} if zc_record is not None else {}),
-                **({"z_scale": tuple(float(s) for s in scale_params.scale)}
-                   if scale_params is not None else {})},
-        guarantee=guarantee_text(
-            eps, "statistic, pvalue",
-            "one row (x_i, y_i, z_i)" if inp.za is not None else "one row (x_i, y_i)",
-            hardened=hard, released_bounds=(auto_params is not None
-                                            or zcentre_params is not None
-                                            or scale_params is not None),
-            covered=covered, composition=comp_text,
-            not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
-        caveats=tuple(caveats), n_blocks=k, composition=composition,
-        sensitivity_kind=kind, releases=tuple(releases))
-    prod_cols = inp.p * inp.q
-    method = _method_name(prod_cols, private=True)
-    if inp.za is None:
-        method = method.replace("test", "test without conditioning", 1)
-    if spline:
-        method += ", released spline regression"
-    if k < inp.n:
-        method += f", {k} noisy block sums"
-    return PrivateTestResult(statistic=stat, pvalue=pval, alternative=alternative,
-                             method=method, n=inp.n, privacy=record, statistic_name=stat_name,
-                             n_sim=n_sim if (prod_cols > 1 and not spline) else None,
-                             fit_check=fit_check)
+            inp.za = P.finite(inp.za / zs_pub)
+    public = P.release_public(par, plan, inp, zs_pub)
+    # 4. the mechanism: the released spline regression or the kernel ridge products
+    out = _spline_mechanism(par, plan, inp) if par.spline else P.krr_mechanism(par, plan, inp)
+    # 5. post-processing: the result and its privacy record
+    return P.gcm_result(par, plan, inp, public, out, composition)

@@ -1,0 +1,521 @@
+"""PrivGCM as one pipeline: parameters -> release plan -> public releases -> mechanism ->
+result, shared by the in-memory and the Dask paths.
+
+The layers (see the documentation's "Architecture" page):
+
+1. :class:`GCMParams` (:func:`gcm_params`): every option validated and normalised once,
+   before any data are read; the in-memory and Dask entry points call the same function,
+   so they accept and refuse the same calls.
+2. :class:`ReleasePlan` (:func:`gcm_plan`): every epsilon share of the test, computed
+   once from public numbers (n, d, p, q and the options) by the exact-remainder
+   functions of :mod:`privci._epsilon`, checked as Fractions to sum to at most epsilon,
+   charged to the budget in one call, and the source of the composition text.
+3. :func:`release_public`: the released z centres and scales and the "auto" bounds and
+   centres of x and y, each with the plan's share.
+4. The mechanism: the released spline regression (``gcm._spline_mechanism`` in memory,
+   ``_dask._spline_mechanism`` on Dask partitions) or the kernel ridge path
+   (:func:`krr_mechanism` in memory); each returns a :class:`MechanismOutput` (released
+   values only).
+5. :func:`gcm_result`: post-processing into the :class:`~privci.results.PrivateTestResult`
+   with its privacy record, one entry per release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Optional
+
+import numpy as np
+
+from . import _validation as V
+from ._epsilon import fits, remaining
+from ._params import _check_assume_additive, _check_n_blocks, _check_regression
+from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_labels,
+                       block_statistic, block_sums, guarantee_text, new_entropy)
+from ._stats import _method_name, _statistic_from_products
+from .budget import _charge
+from .mechanisms import laplace_mechanism, quiet
+from .results import PrivacyRecord, PrivateTestResult, Release
+
+__all__ = ["GCMParams", "gcm_params", "ReleasePlan", "gcm_plan", "release_public",
+           "MechanismOutput", "krr_mechanism", "gcm_result", "finite"]
+
+_XY = ("x_bound", "y_bound", "x_center", "y_center")
+
+
+# --------------------------------------------------------------------------- 1. parameters
+
+@dataclass(frozen=True)
+class GCMParams:
+    """PrivGCM's options, validated and normalised before any data are read.
+
+    ``auto`` maps each of x_bound, y_bound, x_center, y_center to whether it is "auto";
+    ``z_center`` / ``z_scale`` are resolved (None -> "auto" with the spline fit and z,
+    z_center None -> 0 otherwise); ``bounds_epsilon`` / ``center_epsilon`` are the
+    validated parts of epsilon (None when not used).
+    """
+
+    epsilon: float
+    alternative: str
+    mode: str
+    n_sim: int
+    rng: object
+    x_bound: object
+    y_bound: object
+    x_center: object
+    y_center: object
+    auto: dict
+    z_center: object
+    z_scale: object
+    bounds_epsilon: Optional[float]
+    center_epsilon: Optional[float]
+    regression: str
+    conditional: bool
+    assume_additive: bool
+    n_blocks: object
+    budget: object
+    krr: dict = field(default_factory=dict)
+
+    @property
+    def spline(self):
+        return self.regression == "spline" and self.conditional
+
+    @property
+    def scale_auto(self):
+        return isinstance(self.z_scale, str)
+
+    @property
+    def zc_auto(self):
+        return isinstance(self.z_center, str)
+
+    @property
+    def auto_k(self):
+        """n_blocks="auto" with the spline fit: the released regression's rule picks k."""
+        return self.spline and isinstance(self.n_blocks, str)
+
+    def inputs(self, x, y, z, *, validate_only=False):
+        """The validated data (:class:`privci._transform._GCMInputs`); "auto" bounds and
+        centres get placeholders (1 and 0) until :func:`release_public` sets them."""
+        from ._transform import _GCMInputs
+        a = self.auto
+        return _GCMInputs(x, y, z, 1.0 if a["x_bound"] else self.x_bound,
+                          1.0 if a["y_bound"] else self.y_bound,
+                          self.krr["ridge_lambda"], self.krr["kernel_sigma"],
+                          self.krr["cv_lambdas"], self.krr["kernel_approximation"],
+                          self.krr["n_features"], self.krr["feature_rng"],
+                          0.0 if a["x_center"] else self.x_center,
+                          0.0 if a["y_center"] else self.y_center, self.krr["sensitivity"])
+
+
+def _top_split(eps, eps_b, eps_c):
+    """epsilon -> (bounds, centres, the rest): the one place the top-level split is made."""
+    rest = eps
+    if eps_b is not None:
+        rest = remaining(rest, eps_b)
+    if eps_c is not None:
+        rest = remaining(rest, eps_c)
+    return rest
+
+
+def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_sigma,
+               alternative, rng, n_sim, cv_lambdas, kernel_approximation, n_features,
+               feature_rng, x_center, y_center, center_epsilon, n_blocks, sensitivity, budget,
+               bounds_epsilon, z_scale, regression, z_center, assume_additive):
+    """Validate privgcm's options (no data read); returns :class:`GCMParams`."""
+    eps = V.positive_finite(epsilon, "epsilon")
+    mode = V.check_alternative(alternative)
+    n_sim = V.check_int(n_sim, "n_sim", 1)
+    user_rng = None if rng is None else V.check_rng(rng)
+    given = dict(zip(_XY, (x_bound, y_bound, x_center, y_center)))
+    auto = {name: isinstance(v, str) and v == "auto" for name, v in given.items()}
+    for name, v in given.items():
+        if isinstance(v, str) and not auto[name]:
+            raise ValueError(f"`{name}` must be a number, one per column, or 'auto'; got "
+                             f"{v!r} instead.")
+    # The spline fit places its knots on (z - z_center) / z_scale: by default both are
+    # released privately ("auto"); with the kernel ridge regression z is used as given.
+    spline_default = regression == "spline" and conditional
+    if z_scale is None and spline_default:
+        z_scale = "auto"
+    if z_center is None:
+        z_center = "auto" if spline_default else 0.0
+    if isinstance(z_scale, str) and z_scale != "auto":
+        raise ValueError(f"`z_scale` must be None, a positive number, one per column of z, or "
+                         f"'auto'; got {z_scale!r} instead.")
+    if isinstance(z_center, str) and z_center != "auto":
+        raise ValueError(f"`z_center` must be None, a number, one per column of z, or 'auto'; "
+                         f"got {z_center!r} instead.")
+    eps_b = eps_c = None
+    if any(auto.values()) or isinstance(z_scale, str) or isinstance(z_center, str):
+        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
+                                                                            "bounds_epsilon")
+        if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
+            center_epsilon = 0.1 * eps
+    elif bounds_epsilon is not None:
+        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound, centre or z_scale; "
+                         f"got {bounds_epsilon!r} with none.")
+    if eps_b is not None and not eps_b < eps:
+        raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
+                         f"it is part of; got {eps_b!r} instead.")
+    if center_epsilon is not None:
+        eps_c = V.positive_finite(center_epsilon, "center_epsilon")
+        if not eps_c < _top_split(eps, eps_b, None):
+            raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
+                             f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
+                             "instead.")
+    krr = {"ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma,
+           "cv_lambdas": cv_lambdas, "kernel_approximation": kernel_approximation,
+           "n_features": n_features, "feature_rng": feature_rng, "sensitivity": sensitivity}
+    reg = _check_regression(regression, conditional, krr)
+    _check_assume_additive(assume_additive, reg == "spline" and conditional)
+    if z_scale is not None and not conditional:
+        raise ValueError("`z_scale` needs z; got z = None.")
+    if not conditional and not (isinstance(z_center, (int, float))
+                                and not isinstance(z_center, bool) and z_center == 0):
+        raise ValueError(f"`z_center` needs z; got z = None and z_center={z_center!r}.")
+    return GCMParams(epsilon=eps, alternative=alternative, mode=mode, n_sim=n_sim,
+                     rng=user_rng, x_bound=x_bound, y_bound=y_bound, x_center=x_center,
+                     y_center=y_center, auto=auto, z_center=z_center, z_scale=z_scale,
+                     bounds_epsilon=eps_b, center_epsilon=eps_c, regression=reg,
+                     conditional=conditional, assume_additive=bool(assume_additive),
+                     n_blocks=n_blocks, budget=budget, krr=krr)
+
+
+# --------------------------------------------------------------------------- 2. release plan
+
+@dataclass
+class ReleasePlan:
+    """Every epsilon share of one test, fixed from public numbers before any release.
+
+    ``shares`` maps a release's name to its epsilon, in the order drawn; their exact sum
+    (as Fractions) is at most ``epsilon`` (checked on construction).  ``k`` is the number
+    of noisy block sums; ``test_epsilon`` what is left after the bounds and centres (the
+    fit and the block sums); ``design`` the released regression's public design.
+    """
+
+    epsilon: float
+    shares: dict
+    k: int
+    n: int
+    test_epsilon: float
+    design: object = None
+    notes: list = field(default_factory=list)
+
+    def __post_init__(self):
+        parts = [e for e in self.shares.values() if e]
+        if not fits(self.epsilon, parts):
+            raise AssertionError(f"the shares {self.shares!r} exceed epsilon {self.epsilon!r}")
+
+    def share(self, name):
+        return self.shares.get(name)
+
+    def exact_total(self):
+        return sum((Fraction(e) for e in self.shares.values() if e), Fraction(0))
+
+    def charge(self, budget, test):
+        """Charge the whole epsilon to ``budget`` (None: nothing) before any release."""
+        return _charge(budget, self.epsilon, test=test, details=f"n = {self.n}, {self.k} blocks")
+
+
+def gcm_plan(par, n, d, p, q):
+    """The release plan of privgcm for n rows, d columns of z, p and q of x and y."""
+    from .bounds import _reliability
+    eps, eps_b, eps_c = par.epsilon, par.bounds_epsilon, par.center_epsilon
+    eps_test = _top_split(eps, eps_b, eps_c)
+    k = _check_n_blocks(par.n_blocks, n, par.conditional, par.regression)
+    design = None
+    if par.spline:
+        from ._spline import choose_design
+        design = choose_design(n, d, p, q, eps_test, None if par.auto_k else k,
+                               assume_additive=par.assume_additive)
+        k = design.k
+    shares = {}
+    notes = []   # public numbers only: which releases have too small an n x epsilon
+    n_auto = sum(par.auto.values())
+    eps_xy = eps_b
+    if par.scale_auto or par.zc_auto:
+        # z's share of bounds_epsilon: one part per released z quantity against one per
+        # released x / y item
+        both = par.scale_auto and par.zc_auto
+        z_items = d * (int(par.scale_auto) + int(par.zc_auto))
+        xy_items = n_auto * max(p, q)
+        eps_z = eps_b if xy_items == 0 else eps_b * z_items / (z_items + xy_items)
+        eps_zc = eps_z / 2.0 if both else eps_z
+        eps_zs = remaining(eps_z, eps_zc) if both else eps_z
+        eps_xy = remaining(eps_b, eps_z) if xy_items else 0.0
+        if par.zc_auto:
+            shares["z_center"] = eps_zc
+            notes.append(_reliability("z_center", n, eps_zc, d))
+        if par.scale_auto:
+            shares["z_scale"] = eps_zs
+            notes.append(_reliability("z_scale", n // 2, eps_zs, d, unit="paired differences"))
+    if eps_b is not None and n_auto:
+        shares["xy_bounds"] = eps_xy
+        k_xy = ((int(par.auto["x_center"]) + int(par.auto["x_bound"])) * p
+                + (int(par.auto["y_center"]) + int(par.auto["y_bound"])) * q)
+        notes.append(_reliability("/".join(nm for nm in ("x_center", "y_center", "x_bound",
+                                                         "y_bound") if par.auto[nm]),
+                                  n, eps_xy, k_xy))
+    if eps_c is not None:
+        shares["centres"] = eps_c
+    if design is not None:
+        shares["fit"] = design.eps_fit
+        shares["block sums"] = design.eps_test
+    else:
+        shares["block sums" if k < n else "residual products"] = eps_test
+    return ReleasePlan(epsilon=eps, shares=shares, k=k, n=n, test_epsilon=eps_test,
+                       design=design, notes=notes)
+
+
+# --------------------------------------------------------------------------- 3. public releases
+
+def finite(a):
+    """Map the overflow of a public shift or scale of finite z (1e308 - (-1e308)) back into
+    the finite numbers, so that no later step sees inf (and raises or warns on one
+    neighbour only); the values are clipped to [-4, 4] by the spline basis anyway."""
+    big = np.finfo(np.float64).max
+    return np.ascontiguousarray(np.clip(np.nan_to_num(a, nan=0.0, posinf=big, neginf=-big),
+                                        -big, big))
+
+
+def public_z(par, d):
+    """The public centre and scale of z (None where "auto" or not given)."""
+    zc = None if par.zc_auto or not par.conditional else V.public_centres(par.z_center,
+                                                                           "z_center", d)
+    zs = None
+    if par.z_scale is not None and not par.scale_auto:
+        zs = V.positive_bounds(par.z_scale, "z_scale", d)
+    return zc, zs
+
+
+@dataclass
+class PublicReleases:
+    """What :func:`release_public` released (each a bounds result, or None)."""
+
+    z_center: object = None
+    z_scale: object = None
+    xy: object = None
+    z_public_scale: object = None
+    caveats: tuple = ()
+
+
+def release_public(par, plan, inp, zs_pub):
+    """Release the "auto" z centres, z scales and x/y bounds and centres, in that order,
+    each with the plan's share; shifts and scales ``inp`` by them."""
+    from .bounds import _report_unreliable
+    out = PublicReleases(z_public_scale=zs_pub)
+    # outside quiet(), before any release: the warning depends on public numbers only
+    out.caveats = tuple(_report_unreliable(plan.notes, "privgcm"))
+    user_rng = par.rng
+    if par.zc_auto or par.scale_auto:
+        from .bounds import private_bounds, private_scale
+        if par.zc_auto:
+            with quiet():
+                out.z_center = private_bounds(inp.za, epsilon=plan.share("z_center"),
+                                              center=True, bound=False, rng=user_rng)
+                inp.za = finite(inp.za - np.asarray(out.z_center.center, dtype=np.float64))
+        if par.scale_auto:
+            with quiet():
+                out.z_scale = private_scale(inp.za, epsilon=plan.share("z_scale"), rng=user_rng)
+                inp.za = finite(inp.za / np.asarray(out.z_scale.scale, dtype=np.float64))
+    if "xy_bounds" in plan.shares:
+        from .bounds import _auto_public_parameters
+        a = par.auto
+        with quiet():
+            out.xy = _auto_public_parameters(
+                inp.xa, inp.ya, epsilon=plan.share("xy_bounds"),
+                want_center=(a["x_center"], a["y_center"]),
+                want_bound=(a["x_bound"], a["y_bound"]),
+                x_center=inp.xc, y_center=inp.yc, rng=user_rng)
+        for key, attr in (("x_center", "xc"), ("y_center", "yc"), ("x_bound", "xb"),
+                          ("y_bound", "yb")):
+            if out.xy.get(key) is not None:
+                setattr(inp, attr, np.asarray(out.xy[key], dtype=np.float64))
+    return out
+
+
+# --------------------------------------------------------------------------- 4. mechanisms
+
+@dataclass
+class MechanismOutput:
+    """The released test of one mechanism (released values and public numbers only)."""
+
+    statistic: object
+    pvalue: float
+    statistic_name: str
+    noise: object              # NoiseInfo of the final release (the block sums / products)
+    hardened: bool
+    mechanism: str             # the mechanism's own text (without the public releases)
+    sensitivity: float
+    sensitivity_kind: str
+    x_bound: object
+    y_bound: object
+    x_center: object
+    y_center: object
+    releases: tuple            # the mechanism's releases (centres first), in order drawn
+    caveats: list = field(default_factory=list)
+    ridge_lambda: object = None
+    kernel_sigma: object = None
+    fit_check: object = None
+    covered: bool = True
+    n_sim: object = None
+
+
+def centre_release(centre_info, eps_c, p, q, n):
+    """The record entry of the private re-centring (means of the scaled x, y)."""
+    return Release("centres (means of the scaled x, y)", eps_c, 2.0 * (p + q) / n,
+                   centre_info.scale, centre_info.mechanism)
+
+
+def krr_mechanism(par, plan, inp):
+    """The kernel ridge path in memory: products (k = n) or k noisy block sums."""
+    eps_c = plan.share("centres")
+    eps_test = plan.test_epsilon
+    centre_noise = None if eps_c is None else (eps_c, par.rng)
+    k, n = plan.k, inp.n
+    rp, caveats, centre_info = inp.transform(centre_noise)
+    prod = rp.products.reshape(rp.products.shape[0], -1)
+    value_bound = inp.rbound ** 2
+    boot_rng = None
+    if k == n:
+        released, info = laplace_mechanism(prod, rp.sensitivity, eps_test, par.rng,
+                                           value_bound=value_bound)
+        del prod
+        boot_rng = par.rng if par.rng is not None else np.random.default_rng()
+        stat, pval = _statistic_from_products(released, par.n_sim, par.mode, boot_rng)
+        stat_name = "Z" if released.shape[1] == 1 else "max|Z|"
+    else:
+        labels = block_labels(n, k, new_entropy(par.rng))
+        with quiet():
+            sums = block_sums(prod, labels, k)
+        del prod, labels
+        counts = block_counts(n, k)
+        released, info = laplace_mechanism(sums, rp.sensitivity, eps_test, par.rng,
+                                           value_bound=value_bound * counts.max())
+        boot_rng = par.rng if par.rng is not None else np.random.default_rng()
+        stat, pval, stat_name = block_statistic(released, counts, par.n_sim, par.mode,
+                                                boot_rng)
+    what = "block sums" if k < n else "residual products"
+    releases = (() if centre_info is None else
+                (centre_release(centre_info, eps_c, inp.p, inp.q, n),))
+    releases += (Release(f"{k} {what}", eps_test, rp.sensitivity, info.scale, info.mechanism),)
+    return MechanismOutput(
+        statistic=stat, pvalue=pval, statistic_name=stat_name, noise=info,
+        hardened=info.hardened, mechanism=f"{info.mechanism} on {k} {what} ({inp.kind} "
+        "sensitivity)", sensitivity=rp.sensitivity, sensitivity_kind=inp.kind,
+        x_bound=rp.x_bound, y_bound=rp.y_bound, x_center=rp.x_center, y_center=rp.y_center,
+        releases=releases, caveats=list(caveats), ridge_lambda=rp.ridge_lambda,
+        kernel_sigma=rp.kernel_sigma if inp.za is not None else None,
+        covered=inp.grid is None, n_sim=par.n_sim if inp.p * inp.q > 1 else None)
+
+
+def spline_output(test, design, info, sens, mechanism, hardened, releases, inp, xc, yc,
+                  centre=None):
+    """The released spline regression's :class:`MechanismOutput` (memory and Dask):
+    ``mechanism``, ``hardened`` and ``releases`` as :mod:`privci._spline` states them."""
+    from ._spline import fit_check
+    return MechanismOutput(
+        statistic=test.statistic, pvalue=test.pvalue, statistic_name=test.name, noise=info,
+        hardened=hardened, mechanism=mechanism, sensitivity=sens,
+        sensitivity_kind="released spline fit", x_bound=inp.xb, y_bound=inp.yb,
+        x_center=np.asarray(xc), y_center=np.asarray(yc),
+        releases=((centre,) if centre is not None else ()) + tuple(releases),
+        fit_check=fit_check(test, design))
+
+
+# --------------------------------------------------------------------------- 5. the result
+
+def gcm_result(par, plan, inp, public, out, composition, caption=""):
+    """Post-processing: the result and its privacy record (one entry per release)."""
+    n, p, q = inp.n, inp.p, inp.q
+    k, conditional = plan.k, inp.za is not None
+    spline = plan.design is not None
+    caveats = list(out.caveats)
+    if not out.hardened:
+        caveats.append(SEEDED_CAVEAT)
+    if inp.kernel_approximation == "rff" and conditional and not spline:
+        caveats.append(f"random Fourier features (D = {inp.n_features}) drawn from feature_rng, "
+                       "independent of the data; same sensitivity constant.")
+    if conditional:
+        caveats.append(REGRESSION_CAVEAT)
+    if spline:
+        from ._spline import additive_caveat
+        caveats.append(additive_caveat(plan.design))
+    what = "block sums" if k < n else "residual products"
+    mechanism = out.mechanism
+    parts, pieces, releases = [], [], []
+    zcp, scp, ap = public.z_center, public.z_scale, public.xy
+    if zcp is not None:
+        releases.extend(replace(r, name="z_" + r.name) for r in zcp.releases)
+        parts.append(f"{zcp.epsilon:g} for the released centres of z")
+        pieces.append(f"z centres: {zcp.mechanism}")
+    if scp is not None:
+        releases.extend(replace(r, name="z_" + r.name) for r in scp.releases)
+        parts.append(f"{scp.epsilon:g} for the released scales of z")
+        pieces.append(f"z scales: {scp.mechanism}")
+    if ap is not None:
+        releases.extend(ap["releases"])
+        parts.append(f"{ap['epsilon']:g} for the released bounds/centres "
+                     f"({', '.join(ap['released'])})")
+        pieces.append(f"bounds: {ap['mechanism']} (epsilon {ap['epsilon']:g})")
+        caveats.extend(ap.get("caveats", ()))
+    caveats.extend(public.caveats)
+    eps_c = plan.share("centres")
+    if eps_c is not None:
+        centre = out.releases[0]
+        parts.append(f"{eps_c:g} for the released centres")
+        pieces.append(f"centres: {centre.mechanism}, scale {centre.noise_scale:.4g} "
+                      f"(epsilon {eps_c:g})")
+    releases.extend(out.releases)
+    comp_text = ""
+    if spline:
+        parts.append(f"{plan.share('fit'):g} for the released regression")
+        if pieces:
+            mechanism = "; ".join([mechanism] + pieces)
+        comp_text = (f" (sequential composition: {', '.join(parts)}, "
+                     f"{plan.share('block sums'):g} for the block sums)")
+    elif parts:
+        eps_test = plan.test_epsilon
+        mechanism = "; ".join([f"{mechanism} (epsilon {eps_test:g})"] + pieces)
+        comp_text = (f" (sequential composition: {', '.join(parts)}, {eps_test:g} for the "
+                     f"{what})")
+    bounds = {name: tuple(np.asarray(v, dtype=float).tolist()) for name, v in
+              (("x_bound", out.x_bound), ("y_bound", out.y_bound),
+               ("x_center", out.x_center), ("y_center", out.y_center))}
+    if zcp is not None:
+        # in z's own units: with a public z_scale the centre was released on z / z_scale, so
+        # that passing the record back as a public z_center reproduces the centring
+        zc_record = np.asarray(zcp.center, dtype=np.float64)
+        if public.z_public_scale is not None:
+            with np.errstate(all="ignore"):   # released value x public scale: post-processing
+                zc_record = np.clip(zc_record * public.z_public_scale,
+                                    -np.finfo(np.float64).max, np.finfo(np.float64).max)
+        bounds["z_center"] = tuple(zc_record.tolist())
+    if scp is not None:
+        bounds["z_scale"] = tuple(float(s) for s in scp.scale)
+    record = PrivacyRecord(
+        epsilon=par.epsilon, mechanism=mechanism, sensitivity=out.sensitivity,
+        noise_scale=out.noise.scale, hardened=out.hardened, ridge_lambda=out.ridge_lambda,
+        kernel_sigma=out.kernel_sigma, bounds=bounds,
+        guarantee=guarantee_text(
+            par.epsilon, "statistic, pvalue",
+            "one row (x_i, y_i, z_i)" if conditional else "one row (x_i, y_i)",
+            hardened=out.hardened, released_bounds=(ap is not None or zcp is not None
+                                                    or scp is not None),
+            covered=out.covered, composition=comp_text,
+            not_covered_reason="ridge_lambda was chosen by cross-validation on the private data"),
+        caveats=tuple(caveats), n_blocks=k, composition=composition,
+        sensitivity_kind=out.sensitivity_kind, releases=tuple(releases))
+    method = _method_name(p * q, private=True)
+    if not conditional:
+        method = method.replace("test", "test without conditioning", 1)
+    if spline:
+        method += ", released spline regression"
+    if k < n:
+        method += f", {k} noisy block sums"
+    method += caption
+    return PrivateTestResult(statistic=out.statistic, pvalue=out.pvalue,
+                             alternative=par.alternative, method=method, n=n, privacy=record,
+                             statistic_name=out.statistic_name, n_sim=out.n_sim,
+                             fit_check=out.fit_check)
