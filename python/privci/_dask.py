@@ -774,104 +774,52 @@ def _noisy_rank(parts, mode, sensitivity, epsilon, state):
     return c_hat, info, stats.shape[0] - 1, _rng_state(rng)
 
 
-def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resamples=19,
-            x_resamples=None, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
-            rng=None, kernel_approximation="exact", n_features=512, feature_rng=None,
-            y_center=0.0, sensitivity="sharp", budget=None, bounds_epsilon=None):
-    """:func:`privci.privcrt` over the partitions of Dask arrays.
+def privcrt(x, y, z=None, *, model_x, x_resamples=None, feature_rng=None, **call):
+    """:func:`privci.privcrt` over the partitions of Dask arrays: the same parameters,
+    release plan and result as in memory; the statistics are summed over partitions and
+    report-noisy-max runs on a worker.
 
     With ``x_resamples`` given (an (m, n) array, Dask or numpy) the result
     equals the in-memory path's for the same ``rng``.  When the resamples are
     drawn from ``model_x``, every partition draws its own from a stream
     derived from ``rng`` and its index: the same law, not the in-memory draws.
     """
-    if bounds_epsilon is not None or any(isinstance(v, str) for v in (y_bound, x_residual_bound,
-                                                                       y_center)):
+    if call.get("bounds_epsilon") is not None or any(
+            isinstance(call.get(v), str) for v in ("y_bound", "x_residual_bound", "y_center")):
         raise ValueError("'auto' bounds and centres are not available on Dask arrays yet: "
                          "release them first with privci.bounds.private_bounds on a sample "
                          "or pass public values.")
     from dask import delayed
 
-    from ._private import SEEDED_CAVEAT, guarantee_text, new_entropy
-    from .budget import _charge
-    from ._model_x import GaussianModelX, _check_rowwise, _model_x_plan
-    from ._params import _check_approximation
-    from .regression import _check_kind, crt_sensitivity, residual_bound, rff_frequencies
-    from .results import PrivacyRecord, PrivateTestResult, Release
+    from . import _crt_pipeline as CP
+    from ._private import new_entropy
+    from .regression import rff_frequencies
 
-    eps = V.positive_finite(epsilon, "epsilon")
-    mode = V.check_alternative(alternative)
-    user_rng = None if rng is None else V.check_rng(rng)
+    par = CP.crt_params(x_resamples=x_resamples, **call)
+    plan = CP.crt_plan(par)
     xd, yd, zd, n = _inputs(x, y, z)
-    if xd.shape[1] != 1:
-        raise ValueError(f"`x` must be univariate (n,) for the CRT; got shape {xd.shape} "
-                         "instead.")
-    if yd.shape[1] != 1:
-        raise ValueError(f"`y` must be univariate (n,) for the CRT; got shape {yd.shape} "
-                         "instead.")
+    for name, a in (("x", xd), ("y", yd)):
+        if a.shape[1] != 1:
+            raise ValueError(f"`{name}` must be univariate (n,) for the CRT; got shape "
+                             f"{a.shape} instead.")
     V.check_min_n(n, 2, "PrivCRT")
     conditional = zd is not None
-    _need_rff(zd, kernel_approximation, "PrivCRT")
+    _need_rff(zd, par.kernel_approximation, "PrivCRT")
     d = zd.shape[1] if conditional else 0
-    yb = V.positive_finite(y_bound, "y_bound")
-    yc = float(V.public_centres(y_center, "y_center", 1)[0])
-    xrb = V.positive_finite(x_residual_bound, "x_residual_bound")
-    lam = V.positive_finite(ridge_lambda, "ridge_lambda")
-    sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
-    kind = _check_kind(sensitivity)
-    n_features = _check_approximation(kernel_approximation, n_features)
-    frng = V.check_rng(feature_rng) if (kernel_approximation == "rff" and conditional) else None
-    rbound = residual_bound(lam, kind) if conditional else 1.0
-    sens = crt_sensitivity(lam, kind) if conditional else 2.0
-    gaussian = isinstance(model_x, GaussianModelX)
-    probe_z = np.zeros((0, d))
-    xr_d = None
-    mean_d = scale_d = None
-    if x_resamples is not None:
-        xr_d = _as_dask(x_resamples, "x_resamples")
-        if xr_d.ndim != 2 or xr_d.shape[1] != n or xr_d.shape[0] < 1:
-            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
-                             f"got shape {xr_d.shape} instead.")
-        m = xr_d.shape[0]
-        mean_fn = getattr(model_x, "conditional_mean", None)
-        if gaussian and not callable(model_x.mean):
-            mean_d = model_x.mean
-        elif callable(mean_fn):
-            _check_rowwise(mean_fn, d, "`model_x.conditional_mean`")
-        else:
-            mean_d = _as_dask(model_x, "model_x")[:, 0]
-        if mean_d is not None and mean_d.shape[0] != n:
-            raise ValueError(f"the conditional means (`model_x`) have {mean_d.shape[0]} "
-                             f"entries; expected {n}.")
-        spec_model = model_x if callable(mean_fn) and not (gaussian and mean_d is not None) \
-            else None
-        gaussian_plan = gaussian
-    else:
-        plan = _model_x_plan(model_x, probe_z, n, n_resamples, None) if not gaussian or \
-            callable(model_x.mean) else None
-        if gaussian:
-            m = V.check_int(n_resamples, "n_resamples", 1)
-            if not callable(model_x.mean):
-                mean_d = model_x.mean
-                if mean_d.shape[0] != n:
-                    raise ValueError(f"the model-X conditional mean has {mean_d.shape[0]} "
-                                     f"entries but z has {n} rows.")
-            if not np.isscalar(model_x.scale):
-                if np.shape(model_x.scale)[0] != n:
-                    raise ValueError(f"`scale` has {np.shape(model_x.scale)[0]} entries but z "
-                                     f"has {n} rows.")
-                scale_d = model_x.scale
-        else:
-            m = plan["m"]
-        spec_model = model_x
-        gaussian_plan = gaussian
+    yb = V.positive_finite(par.y_bound, "y_bound")
+    yc = float(V.public_centres(par.y_center, "y_center", 1)[0])
+    xrb = V.positive_finite(par.x_residual_bound, "x_residual_bound")
+    frng = V.check_rng(feature_rng) if (par.kernel_approximation == "rff"
+                                        and conditional) else None
+    sens, rbound = par.sensitivity_of(conditional)
+    xr_d, m, spec_model, mean_d, scale_d = _crt_model_x(model_x, x_resamples, par.n_resamples,
+                                                        n, d)
     client = _client()
     named = [("x", xd), ("y", yd)] + ([("z", zd)] if conditional else [])
     if xr_d is not None:
         named.append(("x_resamples", xr_d.T))
     _check_finite(client, named, n)
-    charged = _charge(budget, eps, test="privcrt",
-                      details=f"m = {n_resamples if x_resamples is None else 'given'}")
+    charged = plan.charge(par.budget, "privcrt")
     rows = xd.chunks[0]
     xbl, ybl = _blocks(xd), _blocks(yd)
     zbl = _blocks(zd) if conditional else [None] * len(xbl)
@@ -888,42 +836,66 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     mbl, sbl = _split(mean_d), _split(scale_d)
     freqs_t = w = None
     if conditional:
-        freqs = rff_frequencies(d, n_features, sigma, frng)
+        freqs = rff_frequencies(d, par.n_features, par.kernel_sigma, frng)
         U_parts = [delayed(_crt_u)(b, yc, yb) for b in ybl]
-        freqs_t, w = _ridge_weights(client, zd, U_parts, freqs, n * lam, n)
-    spec = {"model_x": spec_model, "gaussian": gaussian_plan, "m": m, "xrb": xrb,
-            "yc": yc, "yb": yb, "freqs_t": freqs_t, "w": w,
-            "rbound": rbound if conditional else 1.0,
-            "entropy": new_entropy(user_rng) if xr_d is None else None}
-    if spec_model is None:   # means given as an array with x_resamples: no callable needed
-        spec["model_x"] = None
+        freqs_t, w = _ridge_weights(client, zd, U_parts, freqs, n * par.ridge_lambda, n)
+    from ._model_x import GaussianModelX
+    spec = {"model_x": spec_model, "gaussian": isinstance(model_x, GaussianModelX), "m": m,
+            "xrb": xrb, "yc": yc, "yb": yb, "freqs_t": freqs_t, "w": w, "rbound": rbound,
+            "entropy": new_entropy(par.rng) if xr_d is None else None}
     parts = [delayed(_crt_pass2)(a, b, zz, r, mb, sb, spec, i)
              for i, (a, b, zz, r, mb, sb) in enumerate(zip(xbl, ybl, zbl, xrbl, mbl, sbl))]
-    task = delayed(_noisy_rank)(parts, mode, sens, eps, _rng_state(user_rng))
+    task = delayed(_noisy_rank)(parts, par.mode, sens, plan.test_epsilon, _rng_state(par.rng))
     c_hat, info, m_out, state = _run(client, [task], n)[0]
-    _restore(user_rng, state)
-    caveats = []
-    if not info.hardened:
-        caveats.append(SEEDED_CAVEAT)
-    caveats.append("the p-value is the privately selected rank; the paper proves accuracy "
-                   "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
-    record = PrivacyRecord(
-        epsilon=eps, mechanism=f"{info.mechanism} ({kind} sensitivity)",
-        sensitivity=sens, noise_scale=info.scale, hardened=info.hardened,
-        ridge_lambda=lam if conditional else None,
-        kernel_sigma=sigma if conditional else None,
-        bounds={"y_bound": yb, "y_center": yc, "x_residual_bound": xrb},
-        guarantee=guarantee_text(
-            eps, "rank, pvalue",
-            "one row of (x, every resample, y, z)" if conditional
-            else "one row of (x, every resample, y)", hardened=info.hardened),
-        caveats=tuple(caveats), composition=charged, sensitivity_kind=kind,
-        releases=(Release(f"rank among {m_out + 1} statistics", eps, sens, info.scale,
-                          info.mechanism),))
-    method = "Private conditional randomization test (PrivCRT)"
-    if not conditional:
-        method = "Private randomization test without conditioning (PrivCRT, z = None)"
-    method += _dask_caption(len(xbl))
-    return PrivateTestResult(statistic=float(c_hat), pvalue=(1.0 + c_hat) / (m_out + 1.0),
-                             alternative=alternative, method=method, n=n,
-                             privacy=record, statistic_name="rank", n_resamples=m_out)
+    _restore(par.rng, state)
+    out = CP.RankOutput(c_hat=c_hat, noise=info, m=m_out, n=n, conditional=conditional,
+                        sensitivity=sens, sensitivity_kind=par.sensitivity,
+                        ridge_lambda=par.ridge_lambda if conditional else None,
+                        kernel_sigma=par.kernel_sigma if conditional else None, y_bound=yb,
+                        y_center=yc, x_residual_bound=xrb)
+    return CP.crt_result(par, plan, out, {}, charged, caption=_dask_caption(len(xbl)))
+
+
+def _crt_model_x(model_x, x_resamples, n_resamples, n, d):
+    """The model-X law on Dask: (resamples as Dask or None, m, the model for the workers,
+    conditional means and scales given as arrays, or None)."""
+    from ._model_x import GaussianModelX, _check_rowwise, _model_x_plan
+    gaussian = isinstance(model_x, GaussianModelX)
+    xr_d = mean_d = scale_d = None
+    if x_resamples is not None:
+        xr_d = _as_dask(x_resamples, "x_resamples")
+        if xr_d.ndim != 2 or xr_d.shape[1] != n or xr_d.shape[0] < 1:
+            raise ValueError(f"`x_resamples` must have shape (m, n) = (m, {n}) with m >= 1; "
+                             f"got shape {xr_d.shape} instead.")
+        m = xr_d.shape[0]
+        mean_fn = getattr(model_x, "conditional_mean", None)
+        if gaussian and not callable(model_x.mean):
+            mean_d = model_x.mean
+        elif callable(mean_fn):
+            _check_rowwise(mean_fn, d, "`model_x.conditional_mean`")
+        else:
+            mean_d = _as_dask(model_x, "model_x")[:, 0]
+        if mean_d is not None and mean_d.shape[0] != n:
+            raise ValueError(f"the conditional means (`model_x`) have {mean_d.shape[0]} "
+                             f"entries; expected {n}.")
+        # means given as an array with x_resamples: no callable needed on the workers
+        spec_model = model_x if callable(mean_fn) and not (gaussian and mean_d is not None) \
+            else None
+        return xr_d, m, spec_model, mean_d, scale_d
+    plan = _model_x_plan(model_x, np.zeros((0, d)), n, n_resamples, None) if not gaussian or \
+        callable(model_x.mean) else None
+    if gaussian:
+        m = V.check_int(n_resamples, "n_resamples", 1)
+        if not callable(model_x.mean):
+            mean_d = model_x.mean
+            if mean_d.shape[0] != n:
+                raise ValueError(f"the model-X conditional mean has {mean_d.shape[0]} "
+                                 f"entries but z has {n} rows.")
+        if not np.isscalar(model_x.scale):
+            if np.shape(model_x.scale)[0] != n:
+                raise ValueError(f"`scale` has {np.shape(model_x.scale)[0]} entries but z "
+                                 f"has {n} rows.")
+            scale_d = model_x.scale
+    else:
+        m = plan["m"]
+    return xr_d, m, model_x, mean_d, scale_d

@@ -6,7 +6,7 @@ The layers (see the documentation's "Architecture" page):
 1. :class:`GCMParams` (:func:`gcm_params`): every option validated and normalised once,
    before any data are read; the in-memory and Dask entry points call the same function,
    so they accept and refuse the same calls.
-2. :class:`ReleasePlan` (:func:`gcm_plan`): every epsilon share of the test, computed
+2. :class:`privci._plan.ReleasePlan` (:func:`gcm_plan`): every epsilon share of the test, computed
    once from public numbers (n, d, p, q and the options) by the exact-remainder
    functions of :mod:`privci._epsilon`, checked as Fractions to sum to at most epsilon,
    charged to the budget in one call, and the source of the composition text.
@@ -23,22 +23,21 @@ The layers (see the documentation's "Architecture" page):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Optional
 
 import numpy as np
 
 from . import _validation as V
-from ._epsilon import fits, remaining
+from ._epsilon import remaining
 from ._params import _check_assume_additive, _check_n_blocks, _check_regression
 from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_labels,
                        block_statistic, block_sums, guarantee_text, new_entropy)
+from ._plan import ReleasePlan
 from ._stats import _method_name, _statistic_from_products
-from .budget import _charge
 from .mechanisms import laplace_mechanism, quiet
 from .results import PrivacyRecord, PrivateTestResult, Release
 
-__all__ = ["GCMParams", "gcm_params", "ReleasePlan", "gcm_plan", "release_public",
+__all__ = ["GCMParams", "gcm_params", "gcm_plan", "release_public",
            "MechanismOutput", "krr_mechanism", "gcm_result", "finite"]
 
 _XY = ("x_bound", "y_bound", "x_center", "y_center")
@@ -184,40 +183,6 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
 
 # --------------------------------------------------------------------------- 2. release plan
 
-@dataclass
-class ReleasePlan:
-    """Every epsilon share of one test, fixed from public numbers before any release.
-
-    ``shares`` maps a release's name to its epsilon, in the order drawn; their exact sum
-    (as Fractions) is at most ``epsilon`` (checked on construction).  ``k`` is the number
-    of noisy block sums; ``test_epsilon`` what is left after the bounds and centres (the
-    fit and the block sums); ``design`` the released regression's public design.
-    """
-
-    epsilon: float
-    shares: dict
-    k: int
-    n: int
-    test_epsilon: float
-    design: object = None
-    notes: list = field(default_factory=list)
-
-    def __post_init__(self):
-        parts = [e for e in self.shares.values() if e]
-        if not fits(self.epsilon, parts):
-            raise AssertionError(f"the shares {self.shares!r} exceed epsilon {self.epsilon!r}")
-
-    def share(self, name):
-        return self.shares.get(name)
-
-    def exact_total(self):
-        return sum((Fraction(e) for e in self.shares.values() if e), Fraction(0))
-
-    def charge(self, budget, test):
-        """Charge the whole epsilon to ``budget`` (None: nothing) before any release."""
-        return _charge(budget, self.epsilon, test=test, details=f"n = {self.n}, {self.k} blocks")
-
-
 def gcm_plan(par, n, d, p, q):
     """The release plan of privgcm for n rows, d columns of z, p and q of x and y."""
     from .bounds import _reliability
@@ -264,8 +229,8 @@ def gcm_plan(par, n, d, p, q):
         shares["block sums"] = design.eps_test
     else:
         shares["block sums" if k < n else "residual products"] = eps_test
-    return ReleasePlan(epsilon=eps, shares=shares, k=k, n=n, test_epsilon=eps_test,
-                       design=design, notes=notes)
+    return ReleasePlan(epsilon=eps, shares=shares, test_epsilon=eps_test,
+                       details=f"n = {n}, {k} blocks", k=k, n=n, design=design, notes=notes)
 
 
 # --------------------------------------------------------------------------- 3. public releases

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _kernels, _validation as V
-from ._epsilon import remaining
+from . import _crt_pipeline as CP, _kernels, _validation as V
 from ._frames import accepts_data_frames
 from ._model_x import (GaussianModelX, ModelX, _model_x_plan, _private_x_residuals,
                        _resamples_and_mean, _safe_call)
 from ._params import _check_approximation
-from ._private import SEEDED_CAVEAT, guarantee_text
 from ._stats import _oriented
-from .budget import _charge
 from .mechanisms import quiet, report_noisy_max, sanitize
 from .regression import (_check_kind, crt_sensitivity, krr_residuals, residual_bound,
                          rff_frequencies)
-from .results import CRTResult, CRTStatistics, PrivacyRecord, PrivateTestResult, Release
+from .results import CRTResult, CRTStatistics
 
 __all__ = ["ModelX", "GaussianModelX", "crt_statistics", "privcrt", "crt"]
 
@@ -249,73 +246,37 @@ def privcrt(x, y, z=None, *, epsilon, model_x, y_bound, x_residual_bound, n_resa
     >>> res.pvalue, res.privacy.sensitivity > 0
     (0.05, True)
     """
+    call = dict(epsilon=epsilon, model_x=model_x, y_bound=y_bound,
+                x_residual_bound=x_residual_bound, n_resamples=n_resamples,
+                x_resamples=x_resamples, ridge_lambda=ridge_lambda, kernel_sigma=kernel_sigma,
+                alternative=alternative, rng=rng, kernel_approximation=kernel_approximation,
+                n_features=n_features, feature_rng=feature_rng, y_center=y_center,
+                sensitivity=sensitivity, budget=budget, bounds_epsilon=bounds_epsilon)
     from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
     if _dask.is_dask(x, y, z, x_resamples):
-        return _dask.privcrt(**{k: v for k, v in locals().items() if k != "_dask"})
-    eps = V.positive_finite(epsilon, "epsilon")
-    mode = V.check_alternative(alternative)
-    user_rng = None if rng is None else V.check_rng(rng)
-    sample_rng = user_rng if user_rng is not None else np.random.default_rng()
-    charged = []
-    any_auto = any(isinstance(v, str) for v in (y_bound, x_residual_bound, y_center))
-    auto, eps_test, released = None, eps, {}
-    if any_auto:
-        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
-                                                                            "bounds_epsilon")
-        if not eps_b < eps:
-            raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
-                             f"it is part of; got {eps_b!r} instead.")
-        eps_test = remaining(eps, eps_b)
-        auto = (eps_b, user_rng, released)
-    elif bounds_epsilon is not None:
-        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound or centre; got "
-                         f"{bounds_epsilon!r} with none.")
-    for name, v in (("y_bound", y_bound), ("x_residual_bound", x_residual_bound),
-                    ("y_center", y_center)):
-        if isinstance(v, str) and v != "auto":
-            raise ValueError(f"`{name}` must be a number or 'auto'; got {v!r} instead.")
+        return _dask.privcrt(x, y, z, **call)
+    # parameters (before any data) and the release plan (every epsilon share)
+    par = CP.crt_params(**{k: v for k, v in call.items() if k not in ("model_x",
+                                                                       "feature_rng")})
+    plan = CP.crt_plan(par)
+    sample_rng = par.rng if par.rng is not None else np.random.default_rng()
+    charged, released = [], {}
+    # the statistics T_0..T_m; the budget is charged after the data checks, before any use
     cs = _crt_statistics(x, y, z, model_x, y_bound, x_residual_bound, n_resamples, x_resamples,
                          ridge_lambda, kernel_sigma, sample_rng, kernel_approximation,
                          n_features, feature_rng, y_center, sensitivity,
-                         charge=lambda: charged.append(
-                             _charge(budget, eps, test="privcrt",
-                                     details=f"m = {n_resamples if x_resamples is None else 'given'}")),
-                         auto=auto)
-    scores = _kernels.rank_scores(_oriented(cs.statistics, mode), cs.sensitivity)
-    c_hat, info = report_noisy_max(scores, eps_test, user_rng)
-    m = cs.statistics.shape[0] - 1
-    caveats = []
-    if not info.hardened:
-        caveats.append(SEEDED_CAVEAT)
-    caveats.append("the p-value is the privately selected rank; the paper proves accuracy "
-                   "(Theorem: (gamma, delta)-accuracy), not exact finite-sample level.")
-    caveats.extend(released.get("caveats", ()))
-    conditional = cs.ridge_lambda is not None
-    releases = tuple(released.get("releases", ())) + (
-        Release(f"rank among {m + 1} statistics", eps_test, cs.sensitivity, info.scale,
-                info.mechanism),)
-    record = PrivacyRecord(
-        epsilon=eps, mechanism=f"{info.mechanism} ({cs.sensitivity_kind} sensitivity)",
-        sensitivity=cs.sensitivity, noise_scale=info.scale, hardened=info.hardened,
-        ridge_lambda=cs.ridge_lambda, kernel_sigma=cs.kernel_sigma,
-        bounds={"y_bound": cs.y_bound, "y_center": cs.y_center,
-                "x_residual_bound": cs.x_residual_bound},
-        guarantee=guarantee_text(
-            eps, "rank, pvalue",
-            "one row of (x, every resample, y, z)" if conditional
-            else "one row of (x, every resample, y)", hardened=info.hardened,
-            released_bounds=auto is not None,
-            composition=(f" (sequential composition: {auto[0]:g} for the released bounds/centres"
-                         f" ({', '.join(released.get('released', ()))}), {eps_test:g} for the "
-                         "rank)") if auto is not None else ""),
-        caveats=tuple(caveats), composition=charged[0] if charged else None,
-        sensitivity_kind=cs.sensitivity_kind, releases=releases)
-    method = "Private conditional randomization test (PrivCRT)"
-    if not conditional:
-        method = "Private randomization test without conditioning (PrivCRT, z = None)"
-    return PrivateTestResult(statistic=float(c_hat), pvalue=(1.0 + c_hat) / (m + 1.0),
-                             alternative=alternative, method=method, n=cs.n,
-                             privacy=record, statistic_name="rank", n_resamples=m)
+                         charge=lambda: charged.append(plan.charge(par.budget, "privcrt")),
+                         auto=((plan.share("bounds"), par.rng, released) if par.any_auto
+                               else None))
+    # the mechanism: report-noisy-max over the rank scores
+    scores = _kernels.rank_scores(_oriented(cs.statistics, par.mode), cs.sensitivity)
+    c_hat, info = report_noisy_max(scores, plan.test_epsilon, par.rng)
+    out = CP.RankOutput(c_hat=c_hat, noise=info, m=cs.statistics.shape[0] - 1, n=cs.n,
+                        conditional=cs.ridge_lambda is not None, sensitivity=cs.sensitivity,
+                        sensitivity_kind=cs.sensitivity_kind, ridge_lambda=cs.ridge_lambda,
+                        kernel_sigma=cs.kernel_sigma, y_bound=cs.y_bound,
+                        y_center=cs.y_center, x_residual_bound=cs.x_residual_bound)
+    return CP.crt_result(par, plan, out, released, charged[0] if charged else None)
 
 
 @accepts_data_frames
