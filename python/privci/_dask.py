@@ -659,10 +659,9 @@ def privgcm(x, y, z=None, **call):
 
 # --------------------------------------------------------------------------- GCM
 
-def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambda=None,
-        cv_lambdas=None, cv_folds=10, n_sim=499, alternative="two-sided", rng=None,
-        kernel_approximation="exact", n_features=512, feature_rng=None, center=False):
-    """:func:`privci.gcm` over the partitions of Dask arrays (univariate x and y).
+def gcm(x, y, z=None, **call):
+    """:func:`privci.gcm` over the partitions of Dask arrays (univariate x and y, random
+    Fourier features), with the in-memory options check (``_params.GCMOptions``).
 
     The residuals in the result are lazy Dask arrays (nothing n-long is
     gathered on the client).
@@ -670,64 +669,50 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     import dask.array as da
     from dask import delayed
 
-    from ._params import _check_approximation
+    from ._params import GCMOptions
     from ._stats import _method_name, _statistic_from_sums
     from .regression import rff_frequencies
     from .results import GCMResult
 
     xd, yd, zd, n = _inputs(x, y, z)
-    n_sim = V.check_int(n_sim, "n_sim", 1)
-    mode = V.check_alternative(alternative)
-    rng = V.check_rng(rng)
-    V.check_min_n(n, 3, "the GCM test")
-    if not isinstance(center, (bool, np.bool_)):
-        raise TypeError(f"`center` must be True or False; got {center!r} instead.")
+    conditional = zd is not None
+    if conditional and not isinstance(call.get("regressor"), str):
+        raise TypeError("`regressor` must be 'kernel_ridge' on Dask arrays (a scikit-learn "
+                        "regressor needs all rows on one machine); got "
+                        f"{type(call.get('regressor')).__name__} instead.")
+    if conditional and call.get("regressor") == "kernel_ridge":
+        _need_rff(zd, call.get("kernel_approximation"), "The GCM test")
+    opt = GCMOptions(n, conditional, **call)
     p, q = xd.shape[1], yd.shape[1]
     if p * q > 1:
         raise ValueError("the GCM test on Dask arrays supports univariate x and y only (the "
                          "multivariate statistic needs every residual product on one machine); "
                          f"got {p} x {q} columns.")
-    conditional = zd is not None
-    lam = None
-    if conditional:
-        if not isinstance(regressor, str):
-            raise TypeError("`regressor` must be 'kernel_ridge' on Dask arrays (a scikit-learn "
-                            "regressor needs all rows on one machine); got "
-                            f"{type(regressor).__name__} instead.")
-        if regressor != "kernel_ridge":
-            raise ValueError("`regressor` must be 'kernel_ridge' or a scikit-learn regressor "
-                             f"with fit/predict; got {regressor!r} instead.")
-        sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
-        n_features = _check_approximation(kernel_approximation, n_features)
-        _need_rff(zd, kernel_approximation, "The GCM test")
-        if ridge_lambda is None:
-            raise ValueError("`kernel_approximation='rff'` needs a fixed `ridge_lambda`; got None "
-                             "(cross-validation is only available for the exact kernel).")
-        lam = V.positive_finite(ridge_lambda, "ridge_lambda")
     client = _client()
     named = [("x", xd), ("y", yd)] + ([("z", zd)] if conditional else [])
     _check_finite(client, named, n)
     xbl, ybl = _blocks(xd), _blocks(yd)
     zbl = _blocks(zd) if conditional else [None] * len(xbl)
     centre = None
-    if center:
+    if opt.center:
         parts = [delayed(_raw_colsum_block)(a, b) for a, b in zip(xbl, ybl)]
         centre = _run(client, [_tree_sum(parts)], n)[0] / n
     freqs_t = w = None
     if conditional:
-        freqs = rff_frequencies(zd.shape[1], n_features, sigma, V.check_rng(feature_rng))
+        freqs = rff_frequencies(zd.shape[1], opt.n_features, opt.sigma,
+                                V.check_rng(opt.feature_rng))
         U_parts = [delayed(_raw_block)(a, b, centre) for a, b in zip(xbl, ybl)]
-        freqs_t, w = _ridge_weights(client, zd, U_parts, freqs, n * lam, n)
+        freqs_t, w = _ridge_weights(client, zd, U_parts, freqs, n * opt.lam, n)
     parts = [delayed(_gcm_plain_pass2)(a, b, zz, centre, freqs_t, w, p)
              for a, b, zz in zip(xbl, ybl, zbl)]
     s1, s2 = _run(client, [_tree_sum(parts)], n)[0]
-    stat, pval = _statistic_from_sums(s1, s2, n, mode, stacklevel=3)
+    stat, pval = _statistic_from_sums(s1, s2, n, opt.mode, stacklevel=3)
     zarg = zd if conditional else da.zeros((n, 1), chunks=(xd.chunks[0], 1))
     resid = da.map_blocks(
         lambda a, b, zz: _gcm_resid_block(a, b, zz if conditional else None, centre, freqs_t, w),
         xd, yd, zarg, chunks=(xd.chunks[0], (p + q,)), dtype=np.float64)
-    lam_t = (lam,) if conditional else None
-    return GCMResult(statistic=stat, pvalue=pval, alternative=alternative,
+    lam_t = (opt.lam,) if conditional else None
+    return GCMResult(statistic=stat, pvalue=pval, alternative=call.get("alternative"),
                      method=_method_name(1) + _dask_caption(len(xbl)), n=n,
                      ridge_lambda_x=lam_t, ridge_lambda_y=lam_t,
                      resid_x=resid[:, :p], resid_y=resid[:, p:], n_sim=None)

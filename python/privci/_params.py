@@ -94,3 +94,56 @@ def _check_assume_additive(assume_additive, spline):
         raise ValueError("`assume_additive=True` applies to the released spline fit "
                          "(regression='spline' with z); got it with regression='krr' or "
                          "without z.")
+
+
+class GCMOptions:
+    """The non-private GCM test's options, validated once (in memory and on Dask).
+
+    ``kind`` is "none" (no z), "krr" (a fixed ``ridge_lambda``), "krr-cv" (10-fold, or
+    ``cv_folds``, cross-validation over ``grid``) or "sklearn" (a regressor with
+    fit/predict).
+    """
+
+    def __init__(self, n, conditional, *, regressor, kernel_sigma, ridge_lambda, cv_lambdas,
+                 cv_folds, n_sim, alternative, rng, kernel_approximation, n_features,
+                 feature_rng, center):
+        self.n_sim = V.check_int(n_sim, "n_sim", 1)
+        self.mode = V.check_alternative(alternative)
+        self.rng = V.check_rng(rng)
+        V.check_min_n(n, 3, "the GCM test")
+        if not isinstance(center, (bool, np.bool_)):
+            raise TypeError(f"`center` must be True or False; got {center!r} instead.")
+        self.center = bool(center)
+        self.regressor = regressor
+        self.kernel_approximation = kernel_approximation
+        self.feature_rng = feature_rng
+        self.kind, self.lam, self.grid, self.folds = "none", None, None, None
+        if not conditional:
+            return
+        if not isinstance(regressor, str):
+            if not (hasattr(regressor, "fit") and hasattr(regressor, "predict")):
+                raise TypeError("`regressor` must be 'kernel_ridge' or an object with "
+                                f"fit/predict; got {type(regressor).__name__} instead.")
+            self.kind = "sklearn"
+            return
+        if regressor != "kernel_ridge":
+            raise ValueError("`regressor` must be 'kernel_ridge' or a scikit-learn regressor "
+                             f"with fit/predict; got {regressor!r} instead.")
+        self.sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
+        self.n_features = _check_approximation(kernel_approximation, n_features)
+        if ridge_lambda is None and kernel_approximation == "rff":
+            raise ValueError("`kernel_approximation='rff'` needs a fixed `ridge_lambda`; got None "
+                             "(cross-validation is only available for the exact kernel).")
+        if ridge_lambda is None:
+            from .regression import DEFAULT_CV_LAMBDAS
+            self.folds = V.check_int(cv_folds, "cv_folds", 2)
+            grid = DEFAULT_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
+            grid = np.asarray(grid, dtype=np.float64).ravel()
+            if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
+                raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
+                                 f"numbers; got {cv_lambdas!r} instead.")
+            V.check_min_n(n, 2 * self.folds,
+                          f"{self.folds}-fold cross-validation (cv_folds = {self.folds})")
+            self.kind, self.grid = "krr-cv", grid
+        else:
+            self.kind, self.lam = "krr", V.positive_finite(ridge_lambda, "ridge_lambda")

@@ -7,24 +7,17 @@ Public functions: :func:`gcm`, :func:`gcm_from_residuals`,
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from . import _gcm_pipeline as P, _kernels, _validation as V
-from ._epsilon import remaining
 from ._frames import accepts_data_frames
-from ._params import (_check_approximation, _check_assume_additive, _check_n_blocks,
-                      _check_regression)
-from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_labels,
-                       block_statistic, block_sums, guarantee_text, new_entropy)
+from ._params import GCMOptions
+from ._private import block_counts, block_labels, new_entropy
 from ._stats import DegenerateStatisticWarning, _method_name, _statistic_from_products
 from ._transform import _GCMInputs
-from .budget import _charge
-from .mechanisms import laplace_mechanism, quiet
-from .regression import (DEFAULT_CV_LAMBDAS, krr_cv_residuals, krr_residuals,
-                         rff_frequencies)
-from .results import GCMResult, PrivacyRecord, PrivateTestResult, Release
+from .mechanisms import quiet
+from .regression import krr_cv_residuals, krr_residuals, rff_frequencies
+from .results import GCMResult
 
 __all__ = ["gcm", "gcm_from_residuals", "residual_products", "privgcm",
            "DegenerateStatisticWarning"]
@@ -159,67 +152,48 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     >>> res.pvalue > 0.001
     True
     """
+    call = dict(regressor=regressor, kernel_sigma=kernel_sigma, ridge_lambda=ridge_lambda,
+                cv_lambdas=cv_lambdas, cv_folds=cv_folds, n_sim=n_sim, alternative=alternative,
+                rng=rng, kernel_approximation=kernel_approximation, n_features=n_features,
+                feature_rng=feature_rng, center=center)
     from . import _dask   # Dask arrays: map-reduce over partitions (dask imported only then)
     if _dask.is_dask(x, y, z):
-        return _dask.gcm(**{k: v for k, v in locals().items() if k != "_dask"})
+        return _dask.gcm(x, y, z, **call)
     xa = V.as_data(x, "x", min_rows=2)
     ya = V.as_data(y, "y", min_rows=2)
     za = V.as_data(z, "z", allow_none=True, min_rows=2)
     n = V.check_same_rows(x=xa, y=ya, z=za)
-    n_sim = V.check_int(n_sim, "n_sim", 1)
-    mode = V.check_alternative(alternative)
-    rng = V.check_rng(rng)
-    V.check_min_n(n, 3, "the GCM test")
-    if not isinstance(center, (bool, np.bool_)):
-        raise TypeError(f"`center` must be True or False; got {center!r} instead.")
-    lam_x = lam_y = None
+    opt = GCMOptions(n, za is not None, **call)
     p = xa.shape[1]
     U = np.concatenate([xa, ya], axis=1)
-    if center:
+    if opt.center:
         U = U - U.mean(axis=0)
-    if za is None:
+    lam_x = lam_y = None
+    if opt.kind == "none":
         resid = U
-    elif isinstance(regressor, str):
-        if regressor != "kernel_ridge":
-            raise ValueError("`regressor` must be 'kernel_ridge' or a scikit-learn regressor "
-                             f"with fit/predict; got {regressor!r} instead.")
-        sigma = V.positive_finite(kernel_sigma, "kernel_sigma")
-        n_features = _check_approximation(kernel_approximation, n_features)
-        if ridge_lambda is None and kernel_approximation == "rff":
-            raise ValueError("`kernel_approximation='rff'` needs a fixed `ridge_lambda`; got None "
-                             "(cross-validation is only available for the exact kernel).")
-        if ridge_lambda is None:
-            folds = V.check_int(cv_folds, "cv_folds", 2)
-            grid = DEFAULT_CV_LAMBDAS if cv_lambdas is None else cv_lambdas
-            grid = np.asarray(grid, dtype=np.float64).ravel()
-            if grid.size == 0 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
-                raise ValueError("`cv_lambdas` must be a non-empty sequence of positive finite "
-                                 f"numbers; got {cv_lambdas!r} instead.")
-            V.check_min_n(n, 2 * folds, f"{folds}-fold cross-validation (cv_folds = {folds})")
-            resid, chosen, _ = krr_cv_residuals(za, U, sigma, grid, folds)
-        else:
-            lam = V.positive_finite(ridge_lambda, "ridge_lambda")
-            freqs = None
-            if kernel_approximation == "rff":
-                freqs = rff_frequencies(za.shape[1], n_features, sigma, V.check_rng(feature_rng))
-            resid = krr_residuals(za, U, sigma, lam, kernel_approximation=kernel_approximation,
-                                  freqs=freqs)
-            chosen = np.full(U.shape[1], lam)
-        lam_x = tuple(float(v) for v in chosen[:p])
-        lam_y = tuple(float(v) for v in chosen[p:])
-    elif hasattr(regressor, "fit") and hasattr(regressor, "predict"):
+    elif opt.kind == "sklearn":
         resid = _sklearn_residuals(regressor, za, U)
     else:
-        raise TypeError("`regressor` must be 'kernel_ridge' or an object with fit/predict; "
-                        f"got {type(regressor).__name__} instead.")
+        if opt.kind == "krr-cv":
+            resid, chosen, _ = krr_cv_residuals(za, U, opt.sigma, opt.grid, opt.folds)
+        else:
+            freqs = None
+            if kernel_approximation == "rff":
+                freqs = rff_frequencies(za.shape[1], opt.n_features, opt.sigma,
+                                        V.check_rng(feature_rng))
+            resid = krr_residuals(za, U, opt.sigma, opt.lam,
+                                  kernel_approximation=kernel_approximation, freqs=freqs)
+            chosen = np.full(U.shape[1], opt.lam)
+        lam_x = tuple(float(v) for v in chosen[:p])
+        lam_y = tuple(float(v) for v in chosen[p:])
     rx = np.ascontiguousarray(resid[:, :p])
     ry = np.ascontiguousarray(resid[:, p:])
     prod = _kernels.residual_products(rx, ry)
-    stat, pval = _statistic_from_products(prod, n_sim, mode, rng)
+    stat, pval = _statistic_from_products(prod, opt.n_sim, opt.mode, opt.rng)
     k = prod.shape[1]
     return GCMResult(statistic=stat, pvalue=pval, alternative=alternative,
                      method=_method_name(k), n=n, ridge_lambda_x=lam_x, ridge_lambda_y=lam_y,
-                     resid_x=rx, resid_y=ry, n_sim=n_sim if k > 1 else None)
+                     resid_x=rx, resid_y=ry, n_sim=opt.n_sim if k > 1 else None)
 
 
 # --------------------------------------------------------------------------- PrivGCM
