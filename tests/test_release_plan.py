@@ -26,11 +26,11 @@ share_st = st.floats(min_value=0.001, max_value=0.45)
 def _gcm_call(eps, b_share, c_share, auto_xb, auto_xc, z_auto, regression):
     conditional = True
     call = dict(epsilon=eps, x_bound="auto" if auto_xb else 4.0, y_bound=4.0,
-                ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided", rng=None,
-                n_sim=9, cv_lambdas=None, kernel_approximation="exact", n_features=512,
+                ridge_lambda=None, kernel_sigma=None, alternative="two-sided", rng=None,
+                n_sim=9, cv_lambdas=None, kernel_approximation=None, n_features=None,
                 feature_rng=None, x_center="auto" if auto_xc else 0.0, y_center=0.0,
                 center_epsilon=None if c_share is None else eps * c_share,
-                n_blocks="auto", sensitivity="paper", budget=None,
+                n_blocks="auto", sensitivity=None, budget=None,
                 bounds_epsilon=None if b_share is None else eps * b_share,
                 z_scale=None if z_auto else 1.0, regression=regression,
                 z_center=None if z_auto else 0.0, assume_additive=False)
@@ -103,10 +103,10 @@ def test_record_states_the_plans_shares(kw):
     x = np.sin(z[:, 0]) + rng.normal(size=n)
     y = np.cos(z[:, 0]) + rng.normal(size=n)
     res = privci.privgcm(x, y, z, epsilon=3.0, rng=4, **kw)
-    call = dict(epsilon=3.0, ridge_lambda=5.0, kernel_sigma=1.0, alternative="two-sided",
-                rng=None, n_sim=499, cv_lambdas=None, kernel_approximation="exact",
-                n_features=512, feature_rng=None, x_center=0.0, y_center=0.0,
-                center_epsilon=None, n_blocks="auto", sensitivity="paper", budget=None,
+    call = dict(epsilon=3.0, ridge_lambda=None, kernel_sigma=None, alternative="two-sided",
+                rng=None, n_sim=499, cv_lambdas=None, kernel_approximation=None,
+                n_features=None, feature_rng=None, x_center=0.0, y_center=0.0,
+                center_epsilon=None, n_blocks="auto", sensitivity=None, budget=None,
                 bounds_epsilon=None, z_scale=None, regression="spline", z_center=None,
                 assume_additive=False)
     call.update(kw)
@@ -138,12 +138,30 @@ def test_record_states_the_plans_shares(kw):
 ])
 def test_params_refuse_before_any_data(bad, match):
     """The parameter layer refuses bad options without looking at data (x is a string)."""
-    call = dict(epsilon=3.0, x_bound=4, y_bound=4, ridge_lambda=5.0, kernel_sigma=1.0,
+    call = dict(epsilon=3.0, x_bound=4, y_bound=4, ridge_lambda=None, kernel_sigma=None,
                 alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
-                kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-                y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
+                kernel_approximation=None, n_features=None, feature_rng=None, x_center=0.0,
+                y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity=None,
                 budget=None, bounds_epsilon=None, z_scale=1.0, regression="spline",
                 z_center=0.0, assume_additive=False)
     call.update(bad)
     with pytest.raises(ValueError, match=match):
         P.gcm_params(conditional=True, **call)
+
+
+def test_a_krr_option_equal_to_its_default_is_refused_with_the_spline():
+    """Issue 22's surprise: ridge_lambda=5 (the KRR default) used to pass silently with the
+    spline fit while 6 was refused; now every KRR option other than None is refused."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(60, 1))
+    for name, value in (("ridge_lambda", 5.0), ("kernel_sigma", 1.0),
+                        ("kernel_approximation", "exact"), ("n_features", 512),
+                        ("sensitivity", "paper")):
+        with pytest.raises(ValueError, match=f"`{name}` applies to regression='krr' only"):
+            privci.privgcm(rng.normal(size=60), rng.normal(size=60), z, epsilon=1.0,
+                           x_bound=4, y_bound=4, rng=0, **{name: value})
+    # with regression="krr", None is the documented default
+    a = privci.privgcm(rng.normal(size=60), rng.normal(size=60), z, epsilon=1.0, x_bound=4,
+                       y_bound=4, rng=0, regression="krr")
+    assert a.privacy.ridge_lambda == 5.0 and a.privacy.kernel_sigma == 1.0
+    assert a.privacy.sensitivity_kind == "paper"

@@ -163,10 +163,10 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
             raise ValueError(f"`center_epsilon` must be smaller than `epsilon` ({eps:g}) minus "
                              f"any bounds_epsilon, which it is part of; got {center_epsilon!r} "
                              "instead.")
-    krr = {"ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma,
-           "cv_lambdas": cv_lambdas, "kernel_approximation": kernel_approximation,
-           "n_features": n_features, "feature_rng": feature_rng, "sensitivity": sensitivity}
-    reg = _check_regression(regression, conditional, krr)
+    reg, krr = _check_regression(regression, conditional, {
+        "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
+        "kernel_approximation": kernel_approximation, "n_features": n_features,
+        "feature_rng": feature_rng, "sensitivity": sensitivity})
     _check_assume_additive(assume_additive, reg == "spline" and conditional)
     if z_scale is not None and not conditional:
         raise ValueError("`z_scale` needs z; got z = None.")

@@ -62,28 +62,31 @@ def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
     return k
 
 
-_KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", None),
-                 ("kernel_approximation", "exact"), ("n_features", 512), ("feature_rng", None),
-                 ("sensitivity", "paper"))
+#: The kernel ridge path's options and their defaults.  In ``privgcm`` each defaults to
+#: None ("not given"): with ``regression="krr"`` (or without z) None means the default
+#: below; with the released spline fit any value other than None is refused, so that a
+#: KRR option is never silently ignored (not even one equal to its default).
+KRR_DEFAULTS = (("ridge_lambda", 5.0), ("kernel_sigma", 1.0), ("cv_lambdas", None),
+                ("kernel_approximation", "exact"), ("n_features", 512), ("feature_rng", None),
+                ("sensitivity", "paper"))
 
 
 def _check_regression(regression, conditional, given):
-    """``"spline"`` (default) or ``"krr"``; KRR-only options are refused with the spline fit."""
+    """``"spline"`` (default) or ``"krr"``; KRR-only options (not None) are refused with the
+    spline fit.  Returns (regression, the KRR options with None replaced by defaults)."""
     if regression not in ("spline", "krr"):
         raise ValueError("`regression` must be 'spline' (the released spline fit, the "
                          "default) or 'krr' (kernel ridge regression, the paper's mechanism); "
                          f"got {regression!r} instead.")
     if regression == "spline" and conditional:
-        for name, default in _KRR_DEFAULTS:
+        for name, _ in KRR_DEFAULTS:
             v = given[name]
-            same = (v is None and default is None) or (
-                v is not None and default is not None and not isinstance(v, np.ndarray)
-                and type(v) is not bool and v == default)
-            if not same:
+            if v is not None:
                 raise ValueError(f"`{name}` applies to regression='krr' only; got {name}={v!r} "
                                  "with regression='spline' (the default when z is given). Pass "
                                  "regression='krr' for the kernel ridge regression.")
-    return regression
+    return regression, {name: (default if given[name] is None else given[name])
+                        for name, default in KRR_DEFAULTS}
 
 
 def _check_assume_additive(assume_additive, spline):

@@ -331,10 +331,10 @@ def _spline_mechanism(par, plan, inp):
 
 
 @accepts_data_frames
-def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel_sigma=1.0,
+def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kernel_sigma=None,
             alternative="two-sided", rng=None, n_sim=499, cv_lambdas=None,
-            kernel_approximation="exact", n_features=512, feature_rng=None, x_center=0.0,
-            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity="paper",
+            kernel_approximation=None, n_features=None, feature_rng=None, x_center=0.0,
+            y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity=None,
             budget=None, bounds_epsilon=None, z_scale=None, regression="spline", z_center=None,
             assume_additive=False):
     """Differentially private GCM test (PrivGCM).
@@ -380,12 +380,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         clipped.  ``"auto"``: released with differential privacy from the
         data (a private upper quantile of |x - centre|, see
         :func:`privci.bounds.private_bounds`), spending ``bounds_epsilon``.
-    ridge_lambda : float or "cv", default 5.0
-        Fixed before seeing the data (the default is the paper's
-        lambda_K = 10).  ``"cv"`` opts in to cross-validation over
+    ridge_lambda : float, "cv" or None, default None
+        ``regression="krr"`` only (like ``kernel_sigma``, ``cv_lambdas``,
+        ``kernel_approximation``, ``n_features``, ``feature_rng`` and
+        ``sensitivity``: each defaults to None, "not given", and any other
+        value is refused with the spline fit, even one equal to the KRR
+        default).  None: 5.0, the paper's lambda_K = 10.  Fixed before seeing
+        the data.  ``"cv"`` opts in to cross-validation over
         ``cv_lambdas`` on the private data: the result then states that there
         is no privacy guarantee.
-    kernel_sigma : float, default 1.0
+    kernel_sigma : float or None, default None (1.0 with ``"krr"``)
     alternative : {"two-sided", "greater", "less"}
     rng : None, int or numpy Generator
         None (default): OpenDP's exact, floating-point-safe Laplace sampler and
@@ -398,7 +402,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
     cv_lambdas : sequence, optional
         Grid for ``ridge_lambda="cv"`` (default 5, 10, 20, ..., 1000).
     kernel_approximation, n_features, feature_rng, x_center, y_center
-        See :func:`residual_products`.  Set the public centres near the means
+        See :func:`residual_products` (None: "exact", 512, None with
+        ``"krr"``).  Set the public centres near the means
         of x and y: the ridge regression has no intercept.  ``"auto"``
         centres: the private median (part of ``bounds_epsilon``) sets the
         clipping window, and the data are then re-centred on private means
@@ -428,8 +433,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=5.0, kernel
         constant with the default regression reject up to all true nulls at
         n = 10^4).  Choose k < n with z only when the regressions are known to
         fit well (then the power gain is large).
-    sensitivity : {"paper", "sharp"}, default "paper"
-        The proved constant (see :func:`privci.gcm_sensitivity`).  Both are
+    sensitivity : {"paper", "sharp"} or None, default None ("paper" with ``"krr"``)
+        The proved constant (see :func:`privci.gcm_sensitivity`); the kernel
+        ridge path keeps the paper's constant by default, unlike
+        :func:`privci.privcrt` ("sharp"), because its noise is what hides the
+        strongly regularised regression's bias (see ``n_blocks``).  Both are
         valid privacy guarantees; "sharp" is 3.2 times smaller at lambda = 5
         and adds correspondingly less noise, which, like fewer blocks, exposes
         the regression's bias (see ``n_blocks``); without z both equal 2.

@@ -81,6 +81,10 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #' @param x_resamples Optional m x n matrix of precomputed resamples of X
 #'   given Z (they are part of the protected data).
 #' @param ridge_lambda Ridge parameter, fixed before seeing the data.
+#' @param kernel_sigma RBF kernel parameter of the regression of y on z.
+#' @param kernel_approximation `"exact"` or `"rff"` (random Fourier features,
+#'   same sensitivity).
+#' @param n_features Number of random features for `"rff"`.
 #' @param seed `NULL` (fresh resamples and OpenDP's report-noisy-max, hardened)
 #'   or a whole number (resamples and exponential noise from seeded numpy:
 #'   reproducible, not hardened).

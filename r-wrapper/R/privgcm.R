@@ -49,11 +49,15 @@
 #'   `"krr"`: kernel ridge regression, the paper's Algorithm 1 (with
 #'   `ridge_lambda`, `kernel_sigma`, `kernel_approximation`, ...; these are
 #'   refused with the spline).
-#' @param ridge_lambda Ridge parameter (default 5, the paper's lambda = 10 in
-#'   its parameterisation); must not be chosen from the data. `"cv"` opts in
-#'   to cross-validation over `cv_lambdas` on the private data, which the
-#'   privacy guarantee then does not cover (the result says so).
-#' @param kernel_sigma RBF kernel parameter.
+#' @param ridge_lambda Ridge parameter of `regression = "krr"` (`NULL`, the
+#'   default: 5, the paper's lambda = 10 in its parameterisation); must not be
+#'   chosen from the data. `"cv"` opts in to cross-validation over
+#'   `cv_lambdas` on the private data, which the privacy guarantee then does
+#'   not cover (the result says so). Like `kernel_sigma`, `cv_lambdas`,
+#'   `kernel_approximation`, `n_features` and `feature_seed`, it is refused
+#'   with the spline fit unless `NULL`.
+#' @param kernel_sigma RBF kernel parameter of `regression = "krr"` (`NULL`:
+#'   1).
 #' @param alternative `"two.sided"`, `"less"` or `"greater"`.
 #' @param seed `NULL` (default: OpenDP's Laplace sampler, hardened against
 #'   floating-point attacks; use it for a release) or a whole number (seeded
@@ -61,8 +65,8 @@
 #' @param n_sim Multiplier draws for multivariate x or y.
 #' @param cv_lambdas Grid for `ridge_lambda = "cv"`.
 #' @param kernel_approximation `"exact"` or `"rff"` (random Fourier features,
-#'   same sensitivity).
-#' @param n_features Number of random features for `"rff"`.
+#'   same sensitivity); `NULL`: `"exact"` with `regression = "krr"`.
+#' @param n_features Number of random features for `"rff"` (`NULL`: 512).
 #' @param feature_seed `NULL` or a whole number: the Python `feature_rng` that
 #'   draws the random features (independent of the data).
 #' @param ... For the default method: further named arguments, passed
@@ -117,10 +121,10 @@ privgcm.formula <- function(formula, data = NULL, ...) {
 
 #' @rdname privgcm
 #' @export
-privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lambda = 5,
-                            kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
+privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lambda = NULL,
+                            kernel_sigma = NULL, alternative = c("two.sided", "less", "greater"),
                             seed = NULL, n_sim = 499L, cv_lambdas = NULL,
-                            kernel_approximation = "exact", n_features = 512L,
+                            kernel_approximation = NULL, n_features = NULL,
                             feature_seed = NULL, x_center = 0, y_center = 0,
                             center_epsilon = NULL, regression = c("spline", "krr"), ...) {
   call <- match.call()
