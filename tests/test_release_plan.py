@@ -58,8 +58,10 @@ def test_gcm_plan_shares_fit_epsilon_exactly(eps, b, c, auto_xb, auto_xc, z_auto
     spent = [e for k, e in plan.shares.items() if k in ("z_center", "z_scale", "xy_bounds")]
     assert sum(map(Fraction, spent), Fraction(0)) <= Fraction(par.bounds_epsilon or 0.0)
     if par.spline:
-        assert Fraction(plan.share("fit")) + Fraction(plan.share("block sums")) \
-            <= Fraction(plan.test_epsilon)
+        fit = Fraction(plan.share("fit: Gram matrices")) \
+            + Fraction(plan.share("fit: cross-products"))
+        assert fit <= Fraction(plan.design.eps_fit)
+        assert fit + Fraction(plan.share("block sums")) <= Fraction(plan.test_epsilon)
         assert plan.design is not None and plan.k == plan.design.k
 
 
@@ -127,7 +129,8 @@ def test_record_states_the_plans_shares(kw):
         for r in fit:
             halves.setdefault(r.rows, Fraction(0))
             halves[r.rows] += Fraction(r.epsilon)
-        assert all(v <= Fraction(plan.share("fit")) for v in halves.values())
+        assert all(v == Fraction(plan.share("fit: Gram matrices"))
+                   + Fraction(plan.share("fit: cross-products")) for v in halves.values())
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -225,7 +225,9 @@ def gcm_plan(par, n, d, p, q):
     if eps_c is not None:
         shares["centres"] = eps_c
     if design is not None:
-        shares["fit"] = design.eps_fit
+        # each half (x on A, y on B; parallel composition) spends these two in sequence
+        shares["fit: Gram matrices"] = design.eps_gram
+        shares["fit: cross-products"] = design.eps_cross
         shares["block sums"] = design.eps_test
     else:
         shares["block sums" if k < n else "residual products"] = eps_test
@@ -435,7 +437,7 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
     releases.extend(out.releases)
     comp_text = ""
     if spline:
-        parts.append(f"{plan.share('fit'):g} for the released regression")
+        parts.append(f"{plan.design.eps_fit:g} for the released regression")
         if pieces:
             mechanism = "; ".join([mechanism] + pieces)
         comp_text = (f" (sequential composition: {', '.join(parts)}, "

@@ -187,6 +187,17 @@ class Design:
         return 2 * self.intervals
 
     @property
+    def eps_gram(self):
+        """Each half's epsilon for its Gram matrix: ``gram_share`` of the fit's."""
+        return self.gram_share * self.eps_fit
+
+    @property
+    def eps_cross(self):
+        """Each half's epsilon for its cross-products: the rest of the fit's (rounded down,
+        so that eps_gram + eps_cross <= eps_fit exactly)."""
+        return _rest(self.eps_fit, self.eps_gram)
+
+    @property
     def n_blocks(self):
         """s: the L1 bound of every feature vector (additive columns + interaction blocks)."""
         return self.d + (2 if self.interactions else 0)
@@ -541,8 +552,7 @@ def _release_one(g_int, b_int, rows, design, rng):
     iu = np.triu_indices(pr)
     cols = b_int.shape[1]
     m = max(int(rows), 1)
-    eps_g = design.gram_share * design.eps_fit
-    eps_b = _rest(design.eps_fit, eps_g)
+    eps_g, eps_b = design.eps_gram, design.eps_cross
     sens_g = gram_sensitivity(s) + _conversion_slack(m, iu[0].size)
     sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
     Gn, info_g = laplace_mechanism(_to_float(g_int), sens_g, eps_g, rng, value_bound=float(m))
