@@ -152,11 +152,15 @@ test_that("privgcm reports bad input with Python's message", {
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = NULL, y_bound = 4),
                "`x_bound` is required", fixed = TRUE, class = "python.builtin.TypeError")
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
-                       ridge_lambda = "auto"),
+                       ridge_lambda = "auto", regression = "krr"),
                "`ridge_lambda` must be a positive number or 'cv'", fixed = TRUE)
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
-                       kernel_approximation = "nystrom"),
+                       kernel_approximation = "nystrom", regression = "krr"),
                "`kernel_approximation` must be 'exact' or 'rff'", fixed = TRUE)
+  # with the spline fit (the default), a KRR option is refused whatever its value
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4,
+                       ridge_lambda = 5),
+               "`ridge_lambda` applies to regression='krr' only", fixed = TRUE)
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, regression = "krr", seed = -1),
                "`seed` must be NULL or a non-negative whole number", fixed = TRUE)
   expect_error(privgcm(d$x, d$y, d$z, epsilon = 1, x_bound = 4, y_bound = 4, feature_seed = 0.5),
