@@ -168,3 +168,30 @@ def test_a_krr_option_equal_to_its_default_is_refused_with_the_spline():
                        y_bound=4, rng=0, regression="krr")
     assert a.privacy.ridge_lambda == 5.0 and a.privacy.kernel_sigma == 1.0
     assert a.privacy.sensitivity_kind == "paper"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_validated_inputs_are_not_changed_by_the_releases():
+    """Issue 22's surprise 'inputs are changed after validation': the public shift/scale
+    and the released z centres, scales and bounds work on copies."""
+    rng = np.random.default_rng(5)
+    n = 800
+    z = rng.normal(loc=3.0, size=(n, 1))
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    call = dict(epsilon=2.0, x_bound="auto", y_bound=4.0, ridge_lambda=None,
+                kernel_sigma=None, alternative="two-sided", rng=1, n_sim=499, cv_lambdas=None,
+                kernel_approximation=None, n_features=None, feature_rng=None, x_center=0.0,
+                y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity=None,
+                budget=None, bounds_epsilon=None, z_scale=None, regression="spline",
+                z_center=None, assume_additive=False)
+    par = P.gcm_params(conditional=True, **call)
+    inp = par.inputs(x, y, z)
+    za0, xb0 = inp.za.copy(), inp.xb.copy()
+    plan = P.gcm_plan(par, n, 1, 1, 1)
+    shifted = P.shift_scale_z(inp, np.array([1.0]), np.array([2.0]))
+    public, out = P.release_public(par, plan, shifted, None)
+    np.testing.assert_array_equal(inp.za, za0)
+    np.testing.assert_array_equal(inp.xb, xb0)
+    np.testing.assert_allclose(shifted.za, (za0 - 1.0) / 2.0)
+    assert public.z_center is not None and public.z_scale is not None and public.xy is not None
+    assert not np.array_equal(out.za, shifted.za) and not np.array_equal(out.xb, xb0)

@@ -22,6 +22,7 @@ The layers (see the documentation's "Architecture" page):
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -267,10 +268,24 @@ class PublicReleases:
     caveats: tuple = ()
 
 
+def shift_scale_z(inp, zc, zs):
+    """A copy of the inputs with z replaced by (z - zc) / zs (public values; None: no
+    shift or no scale); the validated inputs are left as they are."""
+    inp = copy.copy(inp)
+    with quiet():
+        if zc is not None and np.any(zc != 0):
+            inp.za = finite(inp.za - zc)
+        if zs is not None:
+            inp.za = finite(inp.za / zs)
+    return inp
+
+
 def release_public(par, plan, inp, zs_pub):
     """Release the "auto" z centres, z scales and x/y bounds and centres, in that order,
-    each with the plan's share; shifts and scales ``inp`` by them."""
+    each with the plan's share.  Returns the releases and a copy of the inputs shifted and
+    scaled by them (the inputs passed in are not changed)."""
     from .bounds import _report_unreliable
+    inp = copy.copy(inp)
     out = PublicReleases(z_public_scale=zs_pub)
     # outside quiet(), before any release: the warning depends on public numbers only
     out.caveats = tuple(_report_unreliable(plan.notes, "privgcm"))
@@ -299,7 +314,7 @@ def release_public(par, plan, inp, zs_pub):
                           ("y_bound", "yb")):
             if out.xy.get(key) is not None:
                 setattr(inp, attr, np.asarray(out.xy[key], dtype=np.float64))
-    return out
+    return out, inp
 
 
 # --------------------------------------------------------------------------- 4. mechanisms

@@ -554,12 +554,7 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
     plan = P.gcm_plan(par, inp.n, d, inp.p, inp.q)
     composition = plan.charge(par.budget, "privgcm")
     # 3. public shift and scale of z, then the released z centres/scales and x/y bounds
-    with quiet():
-        if zc_pub is not None and np.any(zc_pub != 0):
-            inp.za = P.finite(inp.za - zc_pub)
-        if zs_pub is not None:
-            inp.za = P.finite(inp.za / zs_pub)
-    public = P.release_public(par, plan, inp, zs_pub)
+    public, inp = P.release_public(par, plan, P.shift_scale_z(inp, zc_pub, zs_pub), zs_pub)
     # 4. the mechanism: the released spline regression or the kernel ridge products
     out = _spline_mechanism(par, plan, inp) if par.spline else P.krr_mechanism(par, plan, inp)
     # 5. post-processing: the result and its privacy record
