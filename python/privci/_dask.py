@@ -194,16 +194,8 @@ def _tree_sum(parts):
 
 
 def _sum_list(items):
-    out = items[0]
-    for it in items[1:]:
-        out = _add(out, it)
-    return out
-
-
-def _add(a, b):
-    if isinstance(a, tuple):
-        return tuple(_add(u, v) for u, v in zip(a, b))
-    return a + b
+    from ._source import sum_parts
+    return sum_parts(items)
 
 
 def _show_progress(n):
@@ -257,13 +249,8 @@ def _advanced(state, steps):
 # --------------------------------------------------------------------------- per partition
 
 def _scaled_block(xb, yb, xc, xbound, yc, ybound, means):
-    from .mechanisms import quiet
-    with quiet():
-        U = np.concatenate([_kernels.clip_scale(np.ascontiguousarray(xb - xc), xbound),
-                            _kernels.clip_scale(np.ascontiguousarray(yb - yc), ybound)], axis=1)
-        if means is not None:
-            U = np.clip(U - means, -1.0, 1.0)
-    return U
+    from ._source import scaled_block
+    return scaled_block(xb, yb, xc, xbound, yc, ybound, means)
 
 
 def _raw_block(xb, yb, centre):
@@ -382,43 +369,44 @@ def _gcm_resid_block(xb, yb, zb, centre, freqs_t, w):
     return _residual_block(_raw_block(xb, yb, centre), zb, freqs_t, w, None)
 
 
-def _spline_pass1(xb, yb, zb, spec, start, stop):
-    """Pass 1 of the spline path on one partition: the fit's exact sufficient statistics.
-
-    :func:`privci._spline.partition_stats` on the partition's rows (an empty partition
-    contributes zero sums); the halves come from :func:`privci._private.block_labels`
-    on the partition's global row range, so they equal the in-memory split.
-    """
-    from . import _spline as S
-    from ._private import block_labels
-    from .mechanisms import quiet
-    with quiet():
-        U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        half = block_labels(spec["n"], 2, spec["entropy"], start, stop) == 0
-        return S.partition_stats(np.ascontiguousarray(zb), U, half, spec["design"], spec["p"])
-
-
-def _spline_pass2(xb, yb, zb, spec, start, stop):
-    """Pass 2 of the spline path on one partition: exact partial block sums of the products."""
-    from . import _spline as S
-    from ._private import block_labels
-    from .mechanisms import quiet
-    with quiet():
-        U = _scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        labels = block_labels(spec["n"], spec["k"], spec["entropy"], start, stop)
-        return S.partition_block_sums(np.ascontiguousarray(zb), U, labels, spec["design"],
-                                      spec["coef_x"], spec["coef_y"], spec["p"], spec["k"])
-
-
-def _released_block_sums(parts, n, design, p, q, state):
-    """Reduce the partial block sums and add the noise (on a worker, seeded state carried)."""
-    from . import _spline as S
+def _release_on_worker(parts, release, state):
+    """Final task of ``DaskSource.map_reduce_release``: add the partial sums and release
+    them here, with the seeded generator's state (None: OpenDP) carried in and out."""
     from .mechanisms import quiet
     total = _sum_list(parts)
     rng = None if state is None else _advanced(state, 0)
     with quiet():
-        released, info, sens = S.release_block_sums(total, n, design, p, q, rng)
-    return released, info, sens, (None if rng is None else rng.bit_generator.state)
+        out = release(total, rng=rng)
+    return out, _rng_state(rng)
+
+
+class DaskSource:
+    """The rows of aligned Dask arrays: the pass functions run on every partition (its
+    global row range given), partial sums are added by a tree, and a release runs on the
+    worker where the sum lands (see ``privci._source``)."""
+
+    def __init__(self, client, xd, yd, zd, n):
+        self.client, self.n = client, n
+        self.xbl, self.ybl = _blocks(xd), _blocks(yd)
+        self.zbl = _blocks(zd) if zd is not None else [None] * len(self.xbl)
+        self.offsets = _offsets(xd)
+        self.n_partitions = len(self.xbl)
+        self.caption = _dask_caption(self.n_partitions)
+
+    def _parts(self, fn, spec):
+        from dask import delayed
+        return [delayed(fn)(a, b, zz, spec, s, e)
+                for a, b, zz, (s, e) in zip(self.xbl, self.ybl, self.zbl, self.offsets)]
+
+    def map_reduce(self, fn, spec):
+        return _run(self.client, [_tree_sum(self._parts(fn, spec))], self.n)[0]
+
+    def map_reduce_release(self, fn, spec, release, rng):
+        from dask import delayed
+        task = delayed(_release_on_worker)(self._parts(fn, spec), release, _rng_state(rng))
+        out, state = _run(self.client, [task], self.n)[0]
+        _restore(rng, state)
+        return out
 
 
 # --------------------------------------------------------------------------- shared steps
@@ -459,49 +447,6 @@ def _dask_caption(n_parts):
 
 
 # --------------------------------------------------------------------------- PrivGCM
-
-def _spline_mechanism(client, xbl, ybl, zbl, offsets, plan, inp, scaling, means, xc, yc,
-                      centre, user_rng, mode):
-    """The released-regression mechanism of privgcm on Dask (two passes; the in-memory
-    ``gcm._privgcm_spline`` on partitions); returns the pipeline's ``MechanismOutput``.
-
-    The seeded draws come in the in-memory order: (centre noise, drawn by the caller),
-    the entropy of the half split, the x fit's noise (Gram, cross-products), the y fit's,
-    the entropy of the blocks, the block sums' noise (on a worker).
-    """
-    from dask import delayed
-
-    from . import _gcm_pipeline as P, _spline as S
-    from ._private import block_counts, new_entropy
-    from .mechanisms import quiet
-
-    design, n, p, q, k = plan.design, plan.n, inp.p, inp.q, plan.k
-    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
-            "entropy": new_entropy(user_rng)}
-    # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed exactly
-    parts = [delayed(_spline_pass1)(a, b, zz, spec, s, e)
-             for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
-    stats = _run(client, [_tree_sum(parts)], n)[0]
-    with quiet():
-        rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, user_rng)
-        coef_x = S.fit_coefficients(rel_x, design)
-        coef_y = S.fit_coefficients(rel_y, design)
-    # pass 2: residuals with the released coefficients, partial block sums; noise on a worker
-    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
-            "coef_x": coef_x, "coef_y": coef_y, "entropy": new_entropy(user_rng)}
-    parts = [delayed(_spline_pass2)(a, b, zz, spec, s, e)
-             for a, b, zz, (s, e) in zip(xbl, ybl, zbl, offsets)]
-    task = delayed(_released_block_sums)(parts, n, design, p, q, _rng_state(user_rng))
-    released, info, sens, state = _run(client, [task], n)[0]
-    _restore(user_rng, state)
-    with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode)
-    return P.spline_output(
-        test, design, info, sens,
-        S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens),
-        info.hardened and rel_x.hardened and rel_y.hardened,
-        S.spline_releases(rel_x, rel_y, design, info, sens), inp, xc, yc, centre)
-
 
 def _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling, means, xc,
                    yc, centre):
@@ -648,8 +593,8 @@ def privgcm(x, y, z=None, **call):
         yc = yc + inp.yb * means[p:]
         centre = P.centre_release(centre_info, eps_c, p, q, n)
     if par.spline:
-        out = _spline_mechanism(client, xbl, ybl, zbl, offsets, plan, inp, scaling, means, xc,
-                                yc, centre, par.rng, par.mode)
+        out = P.spline_mechanism(DaskSource(client, xd, yd, zd, n), plan, inp, scaling, means,
+                                 xc, yc, centre, par.rng, par.mode)
     else:
         out = _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling,
                              means, xc, yc, centre)

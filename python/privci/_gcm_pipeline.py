@@ -406,6 +406,39 @@ def spline_output(test, design, info, sens, mechanism, hardened, releases, inp, 
         fit_check=fit_check(test, design))
 
 
+def spline_mechanism(source, plan, inp, scaling, means, xc, yc, centre, rng, mode):
+    """The released spline regression over a source (``privci._source``): two passes.
+
+    The seeded draws come in this order: (the centre noise, drawn by the caller), the
+    entropy of the half split, the x fit's noise (Gram, cross-products), the y fit's, the
+    entropy of the blocks, the block sums' noise (where the sums land).
+    """
+    from functools import partial
+
+    from . import _spline as S
+    from ._source import spline_pass1, spline_pass2
+    design, n, p, q, k = plan.design, plan.n, inp.p, inp.q, plan.k
+    spec = {"scaling": scaling, "means": means, "p": p, "n": n, "k": k, "design": design,
+            "entropy": new_entropy(rng)}
+    # pass 1: the fit's sufficient statistics of halves A (x) and B (y), summed exactly
+    stats = source.map_reduce(spline_pass1, spec)
+    with quiet():
+        rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, rng)
+        coef_x = S.fit_coefficients(rel_x, design)
+        coef_y = S.fit_coefficients(rel_y, design)
+    # pass 2: residuals with the released coefficients, partial block sums, their noise
+    spec = dict(spec, coef_x=coef_x, coef_y=coef_y, entropy=new_entropy(rng))
+    released, info, sens = source.map_reduce_release(
+        spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q), rng)
+    with quiet():
+        test = S.spline_test(released, rel_x, rel_y, design, mode)
+    return spline_output(
+        test, design, info, sens,
+        S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens),
+        info.hardened and rel_x.hardened and rel_y.hardened,
+        S.spline_releases(rel_x, rel_y, design, info, sens), inp, xc, yc, centre)
+
+
 # --------------------------------------------------------------------------- 5. the result
 
 def gcm_result(par, plan, inp, public, out, composition, caption=""):
