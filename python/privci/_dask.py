@@ -258,10 +258,6 @@ def _raw_block(xb, yb, centre):
     return U if centre is None else U - centre
 
 
-def _colsum_block(xb, yb, xc, xbound, yc, ybound):
-    return _scaled_block(xb, yb, xc, xbound, yc, ybound, None).sum(axis=0)
-
-
 def _raw_colsum_block(xb, yb):
     return np.concatenate([xb, yb], axis=1).sum(axis=0)
 
@@ -345,12 +341,10 @@ def _gcm_pass2(xb, yb, zb, spec, start, stop):
     return np.array([float(np.sum(col)), float(np.sum(col * col))])
 
 
-def _noisy_reduce(parts, sensitivity, epsilon, state, value_bound, divide=None):
+def _noisy_reduce(parts, sensitivity, epsilon, state, value_bound):
     """Final task: sum partial aggregates and add Laplace noise on this worker."""
     from .mechanisms import laplace_mechanism, quiet
     total = _sum_list(parts)
-    if divide is not None:
-        total = total / divide
     rng = None if state is None else _advanced(state, 0)
     with quiet():
         released, info = laplace_mechanism(total, sensitivity, epsilon, rng,
@@ -448,8 +442,7 @@ def _dask_caption(n_parts):
 
 # --------------------------------------------------------------------------- PrivGCM
 
-def _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling, means, xc,
-                   yc, centre):
+def _krr_mechanism(source, zd, plan, par, inp, scaling, means, xc, yc, centre):
     """The kernel ridge mechanism of privgcm on Dask (random features, two passes)."""
     from dask import delayed
 
@@ -462,6 +455,8 @@ def _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling, 
 
     n, k, p, q, user_rng = plan.n, plan.k, inp.p, inp.q, par.rng
     eps_test, c = plan.test_epsilon, inp.p * inp.q
+    client, xbl, ybl = source.client, source.xbl, source.ybl
+    zbl, offsets = source.zbl, source.offsets
     freqs_t = w = None
     if zd is not None:
         freqs = rff_frequencies(zd.shape[1], inp.n_features, inp.sigma, inp.feature_rng)
@@ -576,30 +571,18 @@ def privgcm(x, y, z=None, **call):
         # public shift and scale of z, as in memory: (z - z_center) / z_scale, elementwise
         # (silently, and mapped back into the finite numbers: 1e308 - (-1e308) overflows)
         zd = zd.map_blocks(_shift_scale, zc, zs, dtype=np.float64)
-    xbl, ybl, offsets = _blocks(xd), _blocks(yd), _offsets(xd)
-    zbl = _blocks(zd) if zd is not None else [None] * len(xbl)
+    source = DaskSource(client, xd, yd, zd, n)
+    # drawn first, as in memory: the released means of the clipped, scaled columns, then
+    # U = clip(U - means, -1, 1) in every later pass
+    means, xc, yc, centre = P.release_centres(source, plan, inp, par.rng)
     scaling = (inp.xc, inp.xb, inp.yc, inp.yb)
-    xc, yc, means, centre = inp.xc, inp.yc, None, None
-    eps_c = plan.share("centres")
-    if eps_c is not None:
-        # drawn first, as in memory (inp.scaled): the released means of the clipped,
-        # scaled columns, then U = clip(U - means, -1, 1) in every later pass
-        parts = [delayed(_colsum_block)(a, b, *scaling) for a, b in zip(xbl, ybl)]
-        task = delayed(_noisy_reduce)(parts, 2.0 * (p + q) / n, eps_c, _rng_state(par.rng),
-                                      1.0, divide=float(n))
-        means, centre_info, state = _run(client, [task], n)[0]
-        _restore(par.rng, state)
-        xc = xc + inp.xb * means[:p]
-        yc = yc + inp.yb * means[p:]
-        centre = P.centre_release(centre_info, eps_c, p, q, n)
     if par.spline:
-        out = P.spline_mechanism(DaskSource(client, xd, yd, zd, n), plan, inp, scaling, means,
-                                 xc, yc, centre, par.rng, par.mode)
+        out = P.spline_mechanism(source, plan, inp, scaling, means, xc, yc, centre, par.rng,
+                                 par.mode)
     else:
-        out = _krr_mechanism(client, xbl, ybl, zbl, offsets, zd, plan, par, inp, scaling,
-                             means, xc, yc, centre)
+        out = _krr_mechanism(source, zd, plan, par, inp, scaling, means, xc, yc, centre)
     return P.gcm_result(par, plan, inp, P.PublicReleases(), out, composition,
-                        caption=_dask_caption(len(xbl)))
+                        caption=source.caption)
 
 
 # --------------------------------------------------------------------------- GCM

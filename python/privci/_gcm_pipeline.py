@@ -350,6 +350,29 @@ def centre_release(centre_info, eps_c, p, q, n):
                    centre_info.scale, centre_info.mechanism)
 
 
+def _released_means(total, *, n, sensitivity, epsilon, rng):
+    return laplace_mechanism(total / n, sensitivity, epsilon, rng, value_bound=1.0)
+
+
+def release_centres(source, plan, inp, rng):
+    """The private re-centring over a source: Laplace noise on the means of the clipped,
+    scaled columns of x and y (L1 sensitivity 2 (p + q) / n), drawn where the sums land.
+    Returns (means or None, x centres, y centres, the record entry or None)."""
+    from functools import partial
+
+    from ._source import colsum_pass
+    eps_c = plan.share("centres")
+    if eps_c is None:
+        return None, inp.xc, inp.yc, None
+    p, q, n = inp.p, inp.q, plan.n
+    sens = 2.0 * (p + q) / n
+    means, info = source.map_reduce_release(
+        colsum_pass, (inp.xc, inp.xb, inp.yc, inp.yb),
+        partial(_released_means, n=float(n), sensitivity=sens, epsilon=eps_c), rng)
+    return (means, inp.xc + inp.xb * means[:p], inp.yc + inp.yb * means[p:],
+            centre_release(info, eps_c, p, q, n))
+
+
 def krr_mechanism(par, plan, inp):
     """The kernel ridge path in memory: products (k = n) or k noisy block sums."""
     eps_c = plan.share("centres")

@@ -25,7 +25,8 @@ import numpy as np
 from . import _kernels
 from .mechanisms import quiet
 
-__all__ = ["MemorySource", "scaled_block", "spline_pass1", "spline_pass2", "sum_parts"]
+__all__ = ["MemorySource", "scaled_block", "colsum_pass", "spline_pass1", "spline_pass2",
+           "sum_parts"]
 
 
 def _add(a, b):
@@ -51,6 +52,12 @@ def scaled_block(xb, yb, xc, xbound, yc, ybound, means):
         if means is not None:
             U = np.clip(U - means, -1.0, 1.0)
     return U
+
+
+def colsum_pass(xb, yb, zb, scaling, start, stop):
+    """Column sums of the clipped, scaled x and y of one partition (the private
+    re-centring's statistic)."""
+    return scaled_block(xb, yb, *scaling, None).sum(axis=0)
 
 
 def spline_pass1(xb, yb, zb, spec, start, stop):
