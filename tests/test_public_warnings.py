@@ -53,11 +53,11 @@ def _z_handed_to_the_spline(monkeypatch, *args, **kw):
     """The z (centred and scaled) that privgcm hands to the spline fit."""
     seen = {}
 
-    def spy(inp, *a, **k):
+    def spy(par, plan, inp):
         seen["z"] = np.array(inp.za, copy=True)
         raise _Captured
 
-    monkeypatch.setattr(gcm_module, "_privgcm_spline", spy)
+    monkeypatch.setattr(gcm_module, "_spline_mechanism", spy)
     with pytest.raises(_Captured):
         privci.privgcm(*args, **kw)
     monkeypatch.undo()

@@ -12,10 +12,9 @@ import numpy as np
 from . import _gcm_pipeline as P, _kernels, _validation as V
 from ._frames import accepts_data_frames
 from ._params import GCMOptions
-from ._private import block_counts, block_labels, new_entropy
+from ._source import MemorySource
 from ._stats import DegenerateStatisticWarning, _method_name, _statistic_from_products
 from ._transform import _GCMInputs
-from .mechanisms import quiet
 from .regression import krr_cv_residuals, krr_residuals, rff_frequencies
 from .results import GCMResult
 
@@ -290,44 +289,13 @@ def _finite(a):
                                         -big, big))
 
 
-def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_additive=False):
-    """The released-regression path of privgcm (see :mod:`privci._spline`)."""
-    from . import _spline as S
-    p, q, n = inp.p, inp.q, inp.n
-    design = S.choose_design(n, inp.za.shape[1], p, q, eps_test, k,
-                             assume_additive=assume_additive)
-    k = design.k
-    with quiet():
-        U, xc, yc, centre_info = inp.scaled(centre_noise)
-        half = block_labels(n, 2, new_entropy(user_rng)) == 0
-        stats = S.partition_stats(inp.za, U, half, design, p)
-        del half
-        rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, user_rng)
-        coef_x = S.fit_coefficients(rel_x, design)
-        coef_y = S.fit_coefficients(rel_y, design)
-        labels = block_labels(n, k, new_entropy(user_rng))
-        sums = S.partition_block_sums(inp.za, U, labels, design, coef_x, coef_y, p, k)
-        del U, labels
-    released, info, sens = S.release_block_sums(sums, n, design, p, q, user_rng)
-    with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode)
-    mech = S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens)
-    hardened = info.hardened and rel_x.hardened and rel_y.hardened
-    releases = S.spline_releases(rel_x, rel_y, design, info, sens)
-    return test, info, centre_info, xc, yc, mech, hardened, design, sens, releases
-
-
 def _spline_mechanism(par, plan, inp):
-    """The released spline regression in memory, as a pipeline mechanism."""
-    eps_c = plan.share("centres")
-    centre_noise = None if eps_c is None else (eps_c, par.rng)
-    (test, info, centre_info, xc, yc, mech, hardened, design, sens,
-     releases) = _privgcm_spline(inp, None if par.auto_k else plan.k, plan.test_epsilon,
-                                 centre_noise, par.rng, par.mode, par.assume_additive)
-    centre = (None if centre_info is None else
-              P.centre_release(centre_info, eps_c, inp.p, inp.q, inp.n))
-    return P.spline_output(test, design, info, sens, mech, hardened, releases, inp, xc, yc,
-                           centre)
+    """The released spline regression in memory: the pipeline's mechanism over one
+    partition (the Dask path runs the same one over its chunks)."""
+    source = MemorySource(inp.xa, inp.ya, inp.za)
+    means, xc, yc, centre = P.release_centres(source, plan, inp, par.rng)
+    return P.spline_mechanism(source, plan, inp, (inp.xc, inp.xb, inp.yc, inp.yb), means, xc,
+                              yc, centre, par.rng, par.mode)
 
 
 @accepts_data_frames
