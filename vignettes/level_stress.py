@@ -13,6 +13,7 @@
 #     python vignettes/level_stress.py --reps 500               # the full grid (hours)
 #     python vignettes/level_stress.py --quick                  # CI smoke run
 #     python vignettes/level_stress.py --classes product2 osc3 --n 10000 --eps 2 7 100
+#     python vignettes/level_stress.py --heldout --reps 200     # held-out designs
 #
 # Writes `results/level_stress.csv` (one row per cell) and prints a markdown table.
 
@@ -108,8 +109,77 @@ CLASSES = {
 }
 
 
+# Held-out designs (``--heldout``): the same classes with other functions, laws and
+# parameters, written after the rules were fixed and never used to choose them.
+def _h_additive2(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    return z, np.tanh(2 * z[:, 0]) + 0.5 * np.abs(z[:, 1]), np.sin(z[:, 0]) - z[:, 1] ** 2 / 3, None
+
+
+def _h_additive4(n, rng, beta):
+    z = rng.normal(size=(n, 4))
+    fx = (np.cos(z[:, 0]) + np.tanh(z[:, 1]) - z[:, 2] + np.sin(2 * z[:, 3])) / 2
+    fy = (z[:, 0] ** 2 / 2 - np.cos(z[:, 1]) + np.tanh(z[:, 2]) + z[:, 3]) / 2
+    return z, fx, fy, None
+
+
+def _h_osc(c, phase):
+    def f(n, rng, beta):
+        z = rng.normal(size=(n, 1))
+        w = 2 * np.pi * c * z[:, 0] / 4.0 + phase
+        return z, np.sin(w), np.cos(w), None
+    return f
+
+
+def _h_raw(n, rng, beta):
+    z = -40 + 3 * rng.normal(size=(n, 1))
+    s = (z[:, 0] + 40) / 3
+    return z, np.tanh(s), s ** 2 / 2, (-40.0, 3.0)
+
+
+def _h_lognormal(n, rng, beta):
+    z = rng.lognormal(sigma=0.6, size=(n, 1)) - 1.2
+    return z, np.sqrt(z[:, 0] + 1.2), np.log1p(z[:, 0] + 1.2), (0.0, 0.8)
+
+
+def _h_t2(n, rng, beta):
+    z = rng.standard_t(2.5, size=(n, 2))
+    return z, np.tanh(z[:, 0]) + np.tanh(z[:, 1]), np.sin(z[:, 0]), (0.0, 1.5)
+
+
+def _h_poisson(n, rng, beta):
+    z = rng.poisson(3.0, size=(n, 1)).astype(float)
+    return z, (z[:, 0] - 3) ** 2 / 4, np.sin(z[:, 0]), (3.0, 1.7)
+
+
+def _h_binary_x(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    return z, 1 / (1 + np.exp(-3 * np.sin(z[:, 0]))), z[:, 0] ** 2 / 2, "binary_x"
+
+
+def _h_product(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = np.tanh(z[:, 0]) * z[:, 1]
+    return z, f, -f, None
+
+
+def _h_d7(n, rng, beta):
+    z = rng.normal(size=(n, 7))
+    fx = sum(FUN[(j + 1) % 6](z[:, j]) for j in range(7)) / math.sqrt(7)
+    fy = sum(FUN[(j + 3) % 6](z[:, j]) for j in range(7)) / math.sqrt(7)
+    return z, fx, fy, None
+
+
+HELDOUT = {
+    "h_additive2": _h_additive2, "h_additive4": _h_additive4,
+    "h_osc2.5": _h_osc(2.5, 1.0), "h_osc1.5": _h_osc(1.5, 0.3), "h_raw_units": _h_raw,
+    "h_lognormal_z": _h_lognormal, "h_t2.5_z": _h_t2, "h_poisson_z": _h_poisson,
+    "h_binary_x": _h_binary_x, "h_product2": _h_product, "h_d7_small_n": _h_d7,
+}
+
+
 def draw(cls, n, rng, beta=0.0):
-    z, fx, fy, extra = CLASSES[cls](n, rng, beta)
+    z, fx, fy, extra = {**CLASSES, **HELDOUT}[cls](n, rng, beta)
     ex = rng.normal(size=n)
     ey = rng.normal(size=n)
     if extra == "binary_x":
@@ -212,6 +282,8 @@ def main(argv=None):
     ap.add_argument("--assume-additive", action="store_true",
                     help="pass assume_additive=True (designs with two or more columns of z)")
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the held-out designs (HELDOUT) instead of --classes")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
                     help="print the markdown table of earlier runs' CSV files and stop")
     ap.add_argument("--docs-csv", metavar="OUT",
@@ -222,12 +294,14 @@ def main(argv=None):
         if args.docs_csv:
             docs_table(args.summarise, args.docs_csv)
         return []
+    if args.heldout:
+        args.classes = list(HELDOUT)
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (
             ["additive5", "product2", "osc3"], [2000], [2.0, 100.0], ["public"], 4)
     cells = []
     for cls in args.classes:
-        ns = [1000] if cls == "d7_small_n" else args.n
+        ns = [1000] if cls in ("d7_small_n", "h_d7_small_n") else args.n
         for n in ns:
             for eps in args.eps:
                 for params in args.params:
