@@ -330,3 +330,124 @@ def clip_scale(u, bound):
                 v = -b
             out[i, c] = v / b
     return out
+
+
+# --------------------------------------------------------------------------- block labels
+#
+# numpy's PCG64 (XSL-RR 128/64) and Generator.shuffle, step for step, so that the labels of
+# privci._private.block_labels are those of ``Generator.permutation`` on the same seed (the
+# twin in tests/test_kernels_speed.py checks this bit for bit); each chunk of rows has its
+# own generator, so the chunks run in parallel.
+
+_U32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S58 = np.uint64(58)
+_S63 = np.uint64(63)
+_U64_1 = np.uint64(1)
+_PCG_MUL_HI = np.uint64(0x2360ED051FC65DA4)
+_PCG_MUL_LO = np.uint64(0x4385DF649FCCF645)
+
+
+@njit(cache=True, inline="always")
+def _mulhi64(a, b):
+    """The high 64 bits of the 128-bit product of two uint64."""
+    a_lo = a & _U32
+    a_hi = a >> _S32
+    b_lo = b & _U32
+    b_hi = b >> _S32
+    lolo = a_lo * b_lo
+    hilo = a_hi * b_lo
+    lohi = a_lo * b_hi
+    cross = (lolo >> _S32) + (hilo & _U32) + lohi
+    return a_hi * b_hi + (hilo >> _S32) + (cross >> _S32)
+
+
+@njit(cache=True, inline="always")
+def _pcg64_next(st):
+    """One draw of numpy's PCG64: st = [state_hi, state_lo, inc_hi, inc_lo] (uint64),
+    advanced in place (state = state * M + inc mod 2^128, then the XSL-RR output)."""
+    hi = st[0]
+    lo = st[1]
+    p_lo = lo * _PCG_MUL_LO
+    p_hi = _mulhi64(lo, _PCG_MUL_LO) + lo * _PCG_MUL_HI + hi * _PCG_MUL_LO
+    n_lo = p_lo + st[3]
+    carry = _U64_1 if n_lo < p_lo else np.uint64(0)
+    n_hi = p_hi + st[2] + carry
+    st[0] = n_hi
+    st[1] = n_lo
+    rot = n_hi >> _S58
+    x = n_hi ^ n_lo
+    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
+
+
+@njit(cache=True)
+def _shuffle_mod(st, a, b, k, buf):
+    """buf[:b - a] = numpy's Generator(PCG64 with state st).permutation(arange(a, b) % k).
+
+    Generator.shuffle: for i = m - 1 .. 1, j = random_interval(i) (mask rejection on the
+    buffered 32-bit draws, as every i < 2^32 here), swap buf[i], buf[j].
+    """
+    m = b - a
+    for i in range(m):
+        buf[i] = (a + i) % k
+    have = False
+    spare = np.uint64(0)
+    for i in range(m - 1, 0, -1):
+        mx = np.uint64(i)
+        mask = mx
+        mask |= mask >> np.uint64(1)
+        mask |= mask >> np.uint64(2)
+        mask |= mask >> np.uint64(4)
+        mask |= mask >> np.uint64(8)
+        mask |= mask >> np.uint64(16)
+        while True:
+            if have:
+                v = spare
+                have = False
+            else:
+                w = _pcg64_next(st)
+                spare = w >> _S32
+                have = True
+                v = w & _U32
+            v = v & mask
+            if v <= mx:
+                break
+        j = np.int64(v)
+        t = buf[i]
+        buf[i] = buf[j]
+        buf[j] = t
+
+
+@njit(parallel=True, cache=True)
+def block_labels_into(states, first, chunk, n, k, start, stop, out):
+    """Labels of rows [start, stop) into out: chunk c = first + row of ``states`` covers rows
+    [c chunk, min(n, (c + 1) chunk)) and is shuffled with its own generator state."""
+    nc = states.shape[0]
+    for ci in prange(nc):
+        c = first + ci
+        a = c * chunk
+        b = min(n, a + chunk)
+        st = states[ci].copy()
+        lo = max(a, start)
+        hi = min(b, stop)
+        if hi <= lo:
+            continue
+        buf = np.empty(b - a, dtype=np.int64)
+        _shuffle_mod(st, a, b, k, buf)
+        for i in range(lo, hi):
+            out[i - start] = buf[i - a]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def finite_clip(a, big, out):
+    """out = clip(nan_to_num(a, nan=0, posinf=big, neginf=-big), -big, big), one pass."""
+    n = a.shape[0]
+    m = a.shape[1]
+    for i in prange(n):
+        for j in range(m):
+            v = a[i, j]
+            v = 0.0 if v != v else v
+            v = v if v < big else big
+            out[i, j] = v if v > -big else -big
+    return out

@@ -312,6 +312,11 @@ def _finite(a):
     the finite numbers, so that no later step sees inf (and raises or warns on one
     neighbour only); the values are clipped to [-4, 4] by the spline basis anyway."""
     big = np.finfo(np.float64).max
+    a = np.asarray(a)
+    if a.ndim == 2 and a.dtype == np.float64:
+        # one compiled pass (the same values as the numpy expression below)
+        from ._kernels import finite_clip
+        return finite_clip(a, big, np.empty(a.shape))
     return np.ascontiguousarray(np.clip(np.nan_to_num(a, nan=0.0, posinf=big, neginf=-big),
                                         -big, big))
 
