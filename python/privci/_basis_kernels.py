@@ -60,6 +60,7 @@ MAX_ROWS = (2 ** 63 - 1) >> (2 * SCALE_BITS)
 CHUNK_ROWS = 1 << 18                        # rows per conversion chunk of the wrappers
 _PART_BYTES = 256 << 20                     # cap on the per-thread partial outputs
 _MIN_ROWS_PER_PART = 1 << 14                # rows per thread below which one thread runs
+SPAN_CELLS = 2048                           # cells of the span table on [-T, T]
 _LINEAR_SPAN = 24                           # interior knots up to which the span is counted
 
 _INV_ONE = 1.0 / ONE
@@ -85,6 +86,9 @@ class BasisSpec:
         of a row; block_eval : (n_blocks, 2) int64, the evaluation(s) of each block.
     inv_den : (n_kv, L_max, 6) float64, the reciprocal knot differences of every span
         used by the Cox-de Boor recursion (see ``_basis4``); 0 outside the spans 3..L-5.
+    span_table : (n_kv, SPAN_CELLS) int64, a start for the span search: entry c is the
+        span of the left edge of cell c of a uniform grid of SPAN_CELLS cells on [-T, T]
+        (the kernels step from it to the exact span, so the table only saves time).
     """
 
     knots: np.ndarray
@@ -99,6 +103,7 @@ class BasisSpec:
     eval_kv: np.ndarray
     block_eval: np.ndarray
     inv_den: np.ndarray
+    span_table: np.ndarray
 
     @property
     def n_blocks(self):
@@ -110,7 +115,8 @@ class BasisSpec:
         return int(np.sum(np.where(self.block_col[:, 1] < 0, 1, 4)))
 
     def _arrays(self):
-        return (self.knots, self.inv_den, self.knot_len, self.eval_col, self.eval_kv,
+        return (self.knots, self.inv_den, self.span_table, self.knot_len, self.eval_col,
+                self.eval_kv,
                 self.block_eval, self.block_kv, self.block_offset)
 
 
@@ -220,14 +226,21 @@ def make_basis(knot_vectors_per_column, pairs=(), pair_knot_vectors=None):
             if kv[m] < kv[m + 1]:
                 inv_den[i, m] = [1.0 / (kv[m + r + 1] - kv[m + r + 1 - j])
                                  for j in range(1, DEGREE + 1) for r in range(j)]
+    span_table = np.empty((len(distinct), SPAN_CELLS), dtype=np.int64)
+    edges = -T + np.arange(SPAN_CELLS) * (2.0 * T / SPAN_CELLS)
+    for i, kv in enumerate(distinct):
+        # the largest m in [3, L - 5] with kv[m] <= edge
+        span_table[i] = np.clip(np.searchsorted(kv, edges, side="right") - 1, DEGREE,
+                                kv.size - DEGREE - 2)
     arrs = [knots, knot_len, block_col, block_kv, block_offset,
-            np.ascontiguousarray(ev[:, 0]), np.ascontiguousarray(ev[:, 1]), block_eval, inv_den]
+            np.ascontiguousarray(ev[:, 0]), np.ascontiguousarray(ev[:, 1]), block_eval, inv_den,
+            span_table]
     for a in arrs:
         a.flags.writeable = False
     return BasisSpec(knots=arrs[0], knot_len=arrs[1], block_col=arrs[2], block_kv=arrs[3],
                      block_offset=arrs[4], T=T, n_features=int(block_offset[-1]),
                      n_columns=d, eval_col=arrs[5], eval_kv=arrs[6], block_eval=arrs[7],
-                     inv_den=arrs[8])
+                     inv_den=arrs[8], span_table=arrs[9])
 
 
 def gram_sensitivity(spec):
@@ -336,7 +349,7 @@ def _quantize4(n0, n1, n2, n3, q, e):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S, Q):
+def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S, Q):
     """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1."""
     for e in range(eval_col.shape[0]):
         j = eval_col[e]
@@ -349,28 +362,31 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_k
             v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
             v = v if v < T else T
             tt[r] = v if v > -T else -T
-        # the span: the largest m in [3, L - 5] with knots[m] <= t (non-empty)
-        for r in range(nb):
-            S[e, r] = DEGREE
+        # the span: the largest m in [3, L - 5] with knots[m] <= t, stepped to from the
+        # table's entry for t's cell (exact whatever the entry)
         if L - 2 * (DEGREE + 1) <= _LINEAR_SPAN:
+            # few knots: count them (branch-free, vectorised over the rows)
+            for r in range(nb):
+                S[e, r] = DEGREE
             for k in range(DEGREE + 1, L - DEGREE - 1):
                 kk = knots[kv, k]
                 for r in range(nb):
                     S[e, r] += kk <= tt[r]
         else:
+            ncell = span_table.shape[1]
+            inv_h = ncell / (2.0 * T)
+            top = L - DEGREE - 2
             for r in range(nb):
-                lo = DEGREE
-                hi = L - DEGREE - 2
                 t = tt[r]
-                if t >= knots[kv, hi]:
-                    lo = hi
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if knots[kv, mid] <= t:
-                        lo = mid
-                    else:
-                        hi = mid
-                S[e, r] = lo
+                c = int((t + T) * inv_h)
+                c = c if c < ncell else ncell - 1
+                c = c if c > 0 else 0
+                m = span_table[kv, c]
+                while m < top and knots[kv, m + 1] <= t:
+                    m += 1
+                while m > DEGREE and knots[kv, m] > t:
+                    m -= 1
+                S[e, r] = m
         for r in range(nb):
             n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[r])
             Q[e, 0, r] = _q1(n0)
@@ -425,7 +441,7 @@ def _u_block(x, i0, nb, center, bound, off, U):
 # --------------------------------------------------------------------------- kernels
 
 @njit(cache=True, error_model="numpy")
-def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, block_eval,
+def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, block_eval,
                   block_kv, block_offset, n_runs, out):
     """Dense int64 features of every row of z into out (n, P) (one thread: small n)."""
     n = z.shape[0]
@@ -437,7 +453,7 @@ def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, blo
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
     for i0 in range(0, n, ROW_BLOCK):
         nb = min(ROW_BLOCK, n - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S,
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S,
                     Q)
         for r in range(nb):
             _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
@@ -451,7 +467,7 @@ def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, blo
 
 
 @njit(cache=True, error_model="numpy")
-def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                      eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf, ng, P,
                      pu, part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``."""
@@ -470,7 +486,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_le
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt,
                     S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
@@ -532,7 +548,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_le
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
     """Add the rows' upper-triangle Gram and cross-product terms into G[part], B[part].
 
@@ -544,24 +560,24 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len
     Gf = G.reshape(-1)
     Bf = B.reshape(-1)
     for part in prange(nparts):
-        _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
+        _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                          eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group,
                          Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
     return G, B
 
 
 @njit(cache=True, error_model="numpy")
-def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                        eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
     """:func:`accumulate_into` on one thread (G, B with one part); small calls."""
-    _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+    _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                      eval_kv, block_eval, block_kv, block_offset, n_runs, group, G.reshape(-1),
                      B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
 
 @njit(cache=True, error_model="numpy")
-def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out,
                    part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
@@ -581,7 +597,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
     res = np.empty(pu)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt,
                     S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
@@ -619,7 +635,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
+def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                        eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
                        block, S_out):
     """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
@@ -628,17 +644,17 @@ def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_
     """
     nparts = S_out.shape[0]
     for part in prange(nparts):
-        _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+        _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                        eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block,
                        S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
-def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                      eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out):
     """:func:`residual_sums_into` on one thread (S_out with one part); small calls."""
-    _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+    _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out[0],
                    0, 1)
     return S_out
@@ -696,10 +712,12 @@ def _f64(a, lo, hi):
     return np.ascontiguousarray(a[lo:hi], dtype=np.float64)
 
 
-def _labels(lab, n, lo, hi, n_labels, name):
+def _labels(lab, n, lo, hi, n_labels, name, check=True):
     if lab is None:
         return np.zeros(hi - lo, dtype=np.int64)
     part = np.asarray(lab[lo:hi])
+    if not check and part.dtype == np.int64:
+        return np.ascontiguousarray(part)
     if part.size and part.dtype.kind not in "iub":
         raise ValueError(f"`{name}` must hold integers; got dtype {part.dtype}")
     out = np.ascontiguousarray(part, dtype=np.int64)
@@ -732,7 +750,7 @@ def spline_features(t, spec, quantized=False):
 
 
 def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound, spec,
-               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS):
+               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS, check_labels=True):
     """Pass 1: per group, G_int = sum q q^T and B_int = sum q uq^T over the rows.
 
     Parameters
@@ -742,6 +760,9 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     x_center, x_bound, y_center, y_bound : public, per column; u = clip((x - c) / b, -1, 1).
     spec : :class:`BasisSpec`.
     group : (n,) integers in [0, n_groups) (None: all rows in group 0).
+    check_labels : False skips the range check of an int64 ``group`` (for labels the
+        caller made, e.g. :func:`privci._private.block_labels`; out-of-range labels would
+        then write out of bounds).
 
     Returns
     -------
@@ -765,7 +786,7 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
         k = min(_n_parts(hi - lo, 0), nparts)
         kern = accumulate_into if k > 1 else _accumulate_serial
         kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, _labels(group, n, lo, hi, ng, "group"), G[:k], B[:k])
+             spec.n_runs, _labels(group, n, lo, hi, ng, "group", check_labels), G[:k], B[:k])
     G = G.sum(axis=0) if nparts > 1 else G[0]
     B = B.sum(axis=0) if nparts > 1 else B[0]
     iu = np.triu_indices(P, 1)
@@ -775,14 +796,16 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
 
 
 def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
-                        spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS):
+                        spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS,
+                        check_labels=True):
     """Pass 2: block sums of the quantized residual products, (k, px * py) int64.
 
     With phi = q / 2^F, pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first),
     r = clip(uq / 2^F - pred, -1, 1) per column, and per row the products
     trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)) are added to row block[i] of the output,
     column a + px b.  ``coef_x`` (P, px), ``coef_y`` (P, py) are public; ``block`` (n,)
-    integers in [0, k).  Units 2^(-2F) (:func:`to_float`).
+    integers in [0, k) (``check_labels`` as in :func:`accumulate`).  Units 2^(-2F)
+    (:func:`to_float`).
     """
     z, x, y, n, px, py, pub = _inputs(z, x, y, z_center, z_scale, x_center, x_bound,
                                       y_center, y_bound, spec)
@@ -804,5 +827,5 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         kk = min(_n_parts(hi - lo, 0), nparts)
         kern = residual_sums_into if kk > 1 else _residual_serial
         kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, coef, _labels(block, n, lo, hi, k, "block"), S[:kk])
+             spec.n_runs, coef, _labels(block, n, lo, hi, k, "block", check_labels), S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]

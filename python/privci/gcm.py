@@ -328,16 +328,29 @@ def _privgcm_spline(inp, k, eps_test, centre_noise, user_rng, mode, assume_addit
     design = S.choose_design(n, inp.za.shape[1], p, q, eps_test, k,
                              assume_additive=assume_additive)
     k = design.k
+    # additive designs without re-centring: the fused kernels clip and scale x and y
+    # themselves (the same values as inp.scaled), so no scaled copy U is made
+    fused = centre_noise is None and S._fast(design, n)
     with quiet():
-        U, xc, yc, centre_info = inp.scaled(centre_noise)
-        half = block_labels(n, 2, new_entropy(user_rng)) == 0
-        stats = S.partition_stats(inp.za, U, half, design, p)
-        del half
+        if fused:
+            U, xc, yc, centre_info = None, inp.xc, inp.yc, None
+            raw = (inp.xa, inp.ya, inp.xc, inp.xb, inp.yc, inp.yb)
+            group = block_labels(n, 2, new_entropy(user_rng))   # 0: half A, 1: half B
+            stats = S._stats_rows(inp.za, *raw, group, design)
+            del group
+        else:
+            U, xc, yc, centre_info = inp.scaled(centre_noise)
+            half = block_labels(n, 2, new_entropy(user_rng)) == 0
+            stats = S.partition_stats(inp.za, U, half, design, p)
+            del half
         rel_x, rel_y = S.release_fits(stats, tuple(block_counts(n, 2)), design, user_rng)
         coef_x = S.fit_coefficients(rel_x, design)
         coef_y = S.fit_coefficients(rel_y, design)
         labels = block_labels(n, k, new_entropy(user_rng))
-        sums = S.partition_block_sums(inp.za, U, labels, design, coef_x, coef_y, p, k)
+        if fused:
+            sums = S._sums_rows(inp.za, *raw, labels, design, coef_x, coef_y, k)
+        else:
+            sums = S.partition_block_sums(inp.za, U, labels, design, coef_x, coef_y, p, k)
         del U, labels
     released, info, sens = S.release_block_sums(sums, n, design, p, q, user_rng)
     with quiet():
