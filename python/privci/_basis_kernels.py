@@ -45,7 +45,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange, uint64
+from llvmlite import ir
+from numba import get_num_threads, njit, prange, types, uint64
+from numba.extending import intrinsic
 
 __all__ = ["SCALE_BITS", "ONE", "MAX_ROWS", "BasisSpec", "clamped_knots", "make_basis",
            "spline_features", "accumulate", "residual_block_sums", "to_float",
@@ -58,6 +60,8 @@ DEGREE = 3
 # MAX_ROWS rows cannot overflow int64
 MAX_ROWS = (2 ** 63 - 1) >> (2 * SCALE_BITS)
 CHUNK_ROWS = 1 << 18                        # rows per conversion chunk of the wrappers
+FLOAT_ROWS = 1 << 20                        # rows per kernel call (float64 partial sums exact)
+_COMPACT_BYTES = 1 << 20                    # cap per group on the compact Gram accumulators
 _PART_BYTES = 256 << 20                     # cap on the per-thread partial outputs
 _MIN_ROWS_PER_PART = 1 << 14                # rows per thread below which one thread runs
 SPAN_CELLS = 2048                           # cells of the span table on [-T, T]
@@ -467,84 +471,283 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
 
 
 @njit(cache=True, error_model="numpy")
-def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf, ng, P,
-                     pu, part, nparts):
-    """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``."""
+def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
+                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf,
+                     ng, P, pu, part, nparts):
+    """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``.
+
+    The products are accumulated in float64 first (every product is an integer of at most
+    2^32 in size and a call has at most FLOAT_ROWS rows, so every partial sum is an integer
+    below 2^53: exact, in any order) and added to the int64 outputs at the end.  A run's own
+    4 x 4 block goes to a compact per-start accumulator (Gd), the later runs' blocks to the
+    dense one (Gx); Bx holds the cross-products.
+    """
     n = z.shape[0]
     ne = eval_col.shape[0]
     px = x.shape[1]
-    uP = uint64(P)
-    upu = uint64(pu)
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
     tt = np.empty(ROW_BLOCK)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    Uf = np.empty((ROW_BLOCK, pu))
     run_start = np.empty(n_runs, dtype=np.int64)
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
+    fv = np.empty(4 * n_runs)
+    Gd = np.zeros(ng * P * 16)
+    Bx = np.zeros(ng * P * pu)
+    Gx = np.zeros(ng * P * P) if n_runs > 1 else np.zeros(0)
+    uP = uint64(P)
+    upu = uint64(pu)
+    u1 = uint64(1)
+    u2 = uint64(2)
+    u3 = uint64(3)
+    u16 = uint64(16)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt,
-                    S, Q)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
+        for c in range(pu):
+            for r in range(nb):
+                Uf[r, c] = np.float64(U[c, r])
         for r in range(nb):
             _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
                       run_val)
-            gbase = uint64((part * ng + group[i0 + r]) * P)
+            for k in range(n_runs):
+                fv[4 * k] = np.float64(run_val[k, 0])
+                fv[4 * k + 1] = np.float64(run_val[k, 1])
+                fv[4 * k + 2] = np.float64(run_val[k, 2])
+                fv[4 * k + 3] = np.float64(run_val[k, 3])
+            gP = uint64(group[i0 + r] * P)
             for r1 in range(n_runs):
                 s1 = uint64(run_start[r1])
-                v0 = run_val[r1, 0]
-                v1 = run_val[r1, 1]
-                v2 = run_val[r1, 2]
-                v3 = run_val[r1, 3]
-                o0 = (gbase + s1) * uP + s1
-                o1 = o0 + uP
-                o2 = o1 + uP
-                o3 = o2 + uP
-                # the run's own 4 x 4 block: upper triangle only
-                Gf[o0] += v0 * v0
-                Gf[o0 + uint64(1)] += v0 * v1
-                Gf[o0 + uint64(2)] += v0 * v2
-                Gf[o0 + uint64(3)] += v0 * v3
-                Gf[o1 + uint64(1)] += v1 * v1
-                Gf[o1 + uint64(2)] += v1 * v2
-                Gf[o1 + uint64(3)] += v1 * v3
-                Gf[o2 + uint64(2)] += v2 * v2
-                Gf[o2 + uint64(3)] += v2 * v3
-                Gf[o3 + uint64(3)] += v3 * v3
+                v0 = fv[4 * r1]
+                v1 = fv[4 * r1 + 1]
+                v2 = fv[4 * r1 + 2]
+                v3 = fv[4 * r1 + 3]
+                # the run's own 4 x 4 block (all 16 entries; the upper triangle is kept)
+                o = (gP + s1) * u16
+                for a in range(4):
+                    va = fv[4 * r1 + a]
+                    oa = o + uint64(4 * a)
+                    g0 = Gd[oa]
+                    g1 = Gd[oa + u1]
+                    g2 = Gd[oa + u2]
+                    g3 = Gd[oa + u3]
+                    Gd[oa] = g0 + va * v0
+                    Gd[oa + u1] = g1 + va * v1
+                    Gd[oa + u2] = g2 + va * v2
+                    Gd[oa + u3] = g3 + va * v3
                 # the later runs' 4 x 4 blocks (all in the upper triangle)
                 for r2 in range(r1 + 1, n_runs):
-                    d2 = uint64(run_start[r2]) - s1
-                    w0 = run_val[r2, 0]
-                    w1 = run_val[r2, 1]
-                    w2 = run_val[r2, 2]
-                    w3 = run_val[r2, 3]
-                    Gf[o0 + d2] += v0 * w0
-                    Gf[o0 + d2 + uint64(1)] += v0 * w1
-                    Gf[o0 + d2 + uint64(2)] += v0 * w2
-                    Gf[o0 + d2 + uint64(3)] += v0 * w3
-                    Gf[o1 + d2] += v1 * w0
-                    Gf[o1 + d2 + uint64(1)] += v1 * w1
-                    Gf[o1 + d2 + uint64(2)] += v1 * w2
-                    Gf[o1 + d2 + uint64(3)] += v1 * w3
-                    Gf[o2 + d2] += v2 * w0
-                    Gf[o2 + d2 + uint64(1)] += v2 * w1
-                    Gf[o2 + d2 + uint64(2)] += v2 * w2
-                    Gf[o2 + d2 + uint64(3)] += v2 * w3
-                    Gf[o3 + d2] += v3 * w0
-                    Gf[o3 + d2 + uint64(1)] += v3 * w1
-                    Gf[o3 + d2 + uint64(2)] += v3 * w2
-                    Gf[o3 + d2 + uint64(3)] += v3 * w3
-                bo = (gbase + s1) * upu
+                    w0 = fv[4 * r2]
+                    w1 = fv[4 * r2 + 1]
+                    w2 = fv[4 * r2 + 2]
+                    w3 = fv[4 * r2 + 3]
+                    ob = (gP + s1) * uP + uint64(run_start[r2])
+                    for a in range(4):
+                        va = fv[4 * r1 + a]
+                        oa = ob + uint64(a) * uP
+                        g0 = Gx[oa]
+                        g1 = Gx[oa + u1]
+                        g2 = Gx[oa + u2]
+                        g3 = Gx[oa + u3]
+                        Gx[oa] = g0 + va * w0
+                        Gx[oa + u1] = g1 + va * w1
+                        Gx[oa + u2] = g2 + va * w2
+                        Gx[oa + u3] = g3 + va * w3
+                bo = (gP + s1) * upu
                 for c in range(pu):
-                    uc = U[c, r]
-                    Bf[bo + uint64(c)] += v0 * uc
-                    Bf[bo + upu + uint64(c)] += v1 * uc
-                    Bf[bo + uint64(2) * upu + uint64(c)] += v2 * uc
-                    Bf[bo + uint64(3) * upu + uint64(c)] += v3 * uc
+                    uc = Uf[r, c]
+                    uc_ = uint64(c)
+                    Bx[bo + uc_] += v0 * uc
+                    Bx[bo + upu + uc_] += v1 * uc
+                    Bx[bo + u2 * upu + uc_] += v2 * uc
+                    Bx[bo + u3 * upu + uc_] += v3 * uc
+    # exact integers: into the part's int64 outputs (upper triangle of G)
+    base = part * ng * P
+    for g in range(ng):
+        for s1 in range(P):
+            o = ((g * P) + s1) * 16
+            for a in range(4):
+                if s1 + a >= P:
+                    break
+                for c in range(a, 4):
+                    if s1 + c < P:
+                        Gf[((base + g * P) + s1 + a) * P + s1 + c] += np.int64(Gd[o + 4 * a + c])
+        if n_runs > 1:
+            for i in range(P):
+                for j in range(i, P):
+                    Gf[((base + g * P) + i) * P + j] += np.int64(Gx[(g * P + i) * P + j])
+        for i in range(P):
+            for c in range(pu):
+                Bf[((base + g * P) + i) * pu + c] += np.int64(Bx[(g * P + i) * pu + c])
+
+
+@intrinsic
+def _axpy4(typingctx, dst, doff, s, src, soff):
+    """dst[doff:doff + 4] += s * src[soff:soff + 4] on 1-D float64 arrays, as one 4-wide
+    multiply and one 4-wide add (no fused multiply-add; no bounds check: the callers'
+    offsets are in range by construction)."""
+    sig = types.void(dst, types.uint64, types.float64, src, types.uint64)
+
+    def codegen(context, builder, sig, args):
+        d_v, doff, sv, s_v, soff = args
+        da = context.make_array(sig.args[0])(context, builder, d_v)
+        sa = context.make_array(sig.args[3])(context, builder, s_v)
+        vty = ir.VectorType(ir.DoubleType(), 4)
+        pd = builder.bitcast(builder.gep(da.data, [doff]), vty.as_pointer())
+        ps = builder.bitcast(builder.gep(sa.data, [soff]), vty.as_pointer())
+        vd = builder.load(pd, align=8)
+        vs = builder.load(ps, align=8)
+        sp = ir.Constant(vty, ir.Undefined)
+        for i in range(4):
+            sp = builder.insert_element(sp, sv, ir.Constant(ir.IntType(32), i))
+        builder.store(builder.fadd(vd, builder.fmul(sp, vs)), pd, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              pair_base, n_comp, group, Gf, Bf, ng, P, pu, part, nparts):
+    """:func:`_accumulate_part` for a basis of additive blocks only (block b = run b).
+
+    Every pair of blocks b1 <= b2 has a compact float64 accumulator of 4 x 4 blocks, one per
+    (span of b1, span of b2) (b1 == b2: one per span), at ``pair_base[b1, b2]``; a row adds
+    q_b1[a] q_b2[0:4] to row a of one of them, 4 at a time (:func:`_axpy4`), and u_c q_b[0:4]
+    to the cross-products (layout (group, u column, P)).  Exact as in
+    :func:`_accumulate_part`; folded into the int64 G (upper triangle) and B at the end.
+    """
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    nbk = block_eval.shape[0]
+    px = x.shape[1]
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty(ROW_BLOCK)
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    nspan = np.empty(nbk, dtype=np.int64)
+    for b in range(nbk):
+        nspan[b] = knot_len[block_kv[b, 0]] - 2 * (DEGREE + 1) + 1
+    ne4 = 4 * ne
+    Qf = np.empty(ROW_BLOCK * ne4)           # row r, evaluation e, value a at r ne4 + 4 e + a
+    Uf = np.empty(ROW_BLOCK * pu)
+    loc = np.empty(nbk, dtype=np.int64)
+    Gc = np.zeros(ng * n_comp)
+    Bx = np.zeros(ng * pu * P)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        for e in range(ne):
+            for a in range(DEGREE + 1):
+                for r in range(nb):
+                    Qf[r * ne4 + 4 * e + a] = np.float64(Q[e, a, r])
+        for c in range(pu):
+            for r in range(nb):
+                Uf[r * pu + c] = np.float64(U[c, r])
+        for r in range(nb):
+            g = group[i0 + r]
+            gc = g * n_comp
+            rq = r * ne4
+            for b in range(nbk):
+                loc[b] = S[block_eval[b, 0], r] - DEGREE
+            for b1 in range(nbk):
+                q1 = rq + 4 * block_eval[b1, 0]
+                o = gc + pair_base[b1, b1] + 16 * loc[b1]
+                for a in range(4):
+                    _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, uint64(q1))
+                for b2 in range(b1 + 1, nbk):
+                    q2 = uint64(rq + 4 * block_eval[b2, 0])
+                    o = gc + pair_base[b1, b2] + 16 * (loc[b1] * nspan[b2] + loc[b2])
+                    for a in range(4):
+                        _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, q2)
+                for c in range(pu):
+                    _axpy4(Bx, uint64((g * pu + c) * P + block_offset[b1] + loc[b1]),
+                           Uf[r * pu + c], Qf, uint64(q1))
+    # exact integers: into the part's int64 outputs
+    base = part * ng * P
+    for g in range(ng):
+        gc = g * n_comp
+        for b1 in range(nbk):
+            o1 = block_offset[b1]
+            for b2 in range(b1, nbk):
+                o2 = block_offset[b2]
+                pb = gc + pair_base[b1, b2]
+                if b1 == b2:
+                    for s1 in range(nspan[b1]):
+                        for a in range(4):
+                            for c in range(a, 4):
+                                Gf[(base + g * P + o1 + s1 + a) * P + o1 + s1 + c] += np.int64(
+                                    Gc[pb + 16 * s1 + 4 * a + c])
+                else:
+                    for s1 in range(nspan[b1]):
+                        for s2 in range(nspan[b2]):
+                            oc = pb + 16 * (s1 * nspan[b2] + s2)
+                            for a in range(4):
+                                for c in range(4):
+                                    Gf[(base + g * P + o1 + s1 + a) * P + o2 + s2 + c] += \
+                                        np.int64(Gc[oc + 4 * a + c])
+        for i in range(P):
+            for c in range(pu):
+                Bf[(base + g * P + i) * pu + c] += np.int64(Bx[(g * pu + c) * P + i])
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                             pair_base, n_comp, group, G, B):
+    """:func:`accumulate_into` for additive bases (:func:`_accumulate_part_additive`)."""
+    nparts = G.shape[0]
+    Gf = G.reshape(-1)
+    Bf = B.reshape(-1)
+    for part in prange(nparts):
+        _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                  span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                  block_offset, pair_base, n_comp, group, Gf, Bf, G.shape[1],
+                                  G.shape[2], B.shape[3], part, nparts)
+    return G, B
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                                knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                                pair_base, n_comp, group, G, B):
+    """:func:`accumulate_additive_into` on one thread."""
+    _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              pair_base, n_comp, group, G.reshape(-1), B.reshape(-1),
+                              G.shape[1], G.shape[2], B.shape[3], 0, 1)
+    return G, B
+
+
+def _pair_layout(spec):
+    """(pair_base (n_blocks, n_blocks) int64, n_comp) of the compact accumulators of an
+    additive spec, or None when the spec has tensor blocks or they would exceed
+    _COMPACT_BYTES per group."""
+    if np.any(spec.block_col[:, 1] >= 0):
+        return None
+    ns = spec.knot_len[spec.block_kv[:, 0]] - 2 * (DEGREE + 1) + 1
+    nb = ns.size
+    base = np.zeros((nb, nb), dtype=np.int64)
+    tot = 0
+    for b1 in range(nb):
+        for b2 in range(b1, nb):
+            base[b1, b2] = tot
+            tot += 16 * (int(ns[b1]) if b1 == b2 else int(ns[b1]) * int(ns[b2]))
+    if tot * 8 > _COMPACT_BYTES:
+        return None
+    return base, tot
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -782,11 +985,18 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     nparts = _n_parts(n, ng * P * (P + pu) * 8)
     G = np.zeros((nparts, ng, P, P), dtype=np.int64)
     B = np.zeros((nparts, ng, P, pu), dtype=np.int64)
-    for lo, hi in _chunks(n, chunk_rows):
+    layout = _pair_layout(spec)
+    for lo, hi in _chunks(n, min(int(chunk_rows), FLOAT_ROWS)):
         k = min(_n_parts(hi - lo, 0), nparts)
-        kern = accumulate_into if k > 1 else _accumulate_serial
-        kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, _labels(group, n, lo, hi, ng, "group", check_labels), G[:k], B[:k])
+        args = (_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T,
+                *spec._arrays())
+        lab = _labels(group, n, lo, hi, ng, "group", check_labels)
+        if layout is not None:
+            kern = accumulate_additive_into if k > 1 else _accumulate_additive_serial
+            kern(*args, *layout, lab, G[:k], B[:k])
+        else:
+            kern = accumulate_into if k > 1 else _accumulate_serial
+            kern(*args, spec.n_runs, lab, G[:k], B[:k])
     G = G.sum(axis=0) if nparts > 1 else G[0]
     B = B.sum(axis=0) if nparts > 1 else B[0]
     iu = np.triu_indices(P, 1)
