@@ -354,7 +354,8 @@ def _quantize4(n0, n1, n2, n3, q, e):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S, Q):
-    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1."""
+    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1 (tt: a
+    (5, ROW_BLOCK) float64 scratch: t, then the 4 basis values)."""
     for e in range(eval_col.shape[0]):
         j = eval_col[e]
         kv = eval_kv[e]
@@ -365,7 +366,7 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
             v = (z[i0 + r, j] - c) / sc
             v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
             v = v if v < T else T
-            tt[r] = v if v > -T else -T
+            tt[0, r] = v if v > -T else -T
         # the span: the largest m in [3, L - 5] with knots[m] <= t, stepped to from the
         # table's entry for t's cell (exact whatever the entry)
         if L - 2 * (DEGREE + 1) <= _LINEAR_SPAN:
@@ -375,13 +376,13 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
             for k in range(DEGREE + 1, L - DEGREE - 1):
                 kk = knots[kv, k]
                 for r in range(nb):
-                    S[e, r] += kk <= tt[r]
+                    S[e, r] += kk <= tt[0, r]
         else:
             ncell = span_table.shape[1]
             inv_h = ncell / (2.0 * T)
             top = L - DEGREE - 2
             for r in range(nb):
-                t = tt[r]
+                t = tt[0, r]
                 c = int((t + T) * inv_h)
                 c = c if c < ncell else ncell - 1
                 c = c if c > 0 else 0
@@ -392,11 +393,19 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
                     m -= 1
                 S[e, r] = m
         for r in range(nb):
-            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[r])
-            Q[e, 0, r] = _q1(n0)
-            Q[e, 1, r] = _q1(n1)
-            Q[e, 2, r] = _q1(n2)
-            Q[e, 3, r] = _q1(n3)
+            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[0, r])
+            tt[1, r] = n0
+            tt[2, r] = n1
+            tt[3, r] = n2
+            tt[4, r] = n3
+        # quantise (a loop the compiler vectorises): floor(clip(v, 0, 1) 2^F); for
+        # v in [0, 1] the floor is the truncation of the conversion to an integer
+        for a in range(DEGREE + 1):
+            for r in range(nb):
+                v = tt[1 + a, r]
+                v = v if v > 0.0 else 0.0
+                v = v if v < 1.0 else 1.0
+                Q[e, a, r] = np.int64(v * ONE)
         for r in range(nb):
             if Q[e, 0, r] + Q[e, 1, r] + Q[e, 2, r] + Q[e, 3, r] > ONE:
                 Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r] = _cut_to_one(
@@ -450,7 +459,7 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
     """Dense int64 features of every row of z into out (n, P) (one thread: small n)."""
     n = z.shape[0]
     ne = eval_col.shape[0]
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     run_start = np.empty(n_runs, dtype=np.int64)
@@ -487,7 +496,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
     px = x.shape[1]
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -630,7 +639,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     px = x.shape[1]
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -791,7 +800,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
     pu = px + py
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -860,6 +869,100 @@ def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
     _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out[0],
                    0, 1)
+    return S_out
+
+
+@njit(cache=True, error_model="numpy")
+def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                            knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                            coef_t, block, S_out, part, nparts):
+    """:func:`_residual_part` for a basis of additive blocks only; ``coef_t`` (px + py, P).
+
+    The same operations in the same order (the prediction sums the row's features in
+    increasing index; a zero feature adds nothing, as a select instead of a branch: the
+    result differs at most in the sign of a zero prediction, which the residual
+    u - pred does not see).
+    """
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    nbk = block_eval.shape[0]
+    px = x.shape[1]
+    py = y.shape[1]
+    pu = px + py
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    res = np.empty(pu)
+    st = np.empty(nbk, dtype=np.uint64)
+    ph = np.empty(4 * nbk)
+    nz = np.empty(4 * nbk, dtype=np.bool_)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        for r in range(nb):
+            for b in range(nbk):
+                e = block_eval[b, 0]
+                st[b] = uint64(block_offset[b] + S[e, r] - DEGREE)
+                for a in range(DEGREE + 1):
+                    v = Q[e, a, r]
+                    ph[4 * b + a] = v * _INV_ONE
+                    nz[4 * b + a] = v != 0
+            # two columns at a time: two independent chains of additions
+            for c0 in range(0, pu, 2):
+                c1 = min(c0 + 1, pu - 1)
+                acc0 = 0.0
+                acc1 = 0.0
+                for b in range(nbk):
+                    s0 = st[b]
+                    for a in range(DEGREE + 1):
+                        f = ph[4 * b + a]
+                        t0 = f * coef_t[c0, s0 + uint64(a)]
+                        t1 = f * coef_t[c1, s0 + uint64(a)]
+                        keep = nz[4 * b + a]
+                        acc0 += t0 if keep else 0.0
+                        acc1 += t1 if keep else 0.0
+                res[c0] = acc0
+                res[c1] = acc1
+            for c in range(pu):
+                pr = res[c]
+                pr = pr if math.isfinite(pr) else 0.0
+                pr = min(max(pr, -1.0), 1.0)
+                res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+            blk = block[i0 + r]
+            for bb in range(py):
+                ryb = res[px + bb]
+                for a in range(px):
+                    prod = min(max(res[a] * ryb, -1.0), 1.0)
+                    S_out[blk, a + px * bb] += np.int64(prod * _ONE2_F)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def residual_sums_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                block_offset, coef_t, block, S_out):
+    """:func:`residual_sums_into` for additive bases (:func:`_residual_part_additive`)."""
+    nparts = S_out.shape[0]
+    for part in prange(nparts):
+        _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                block_offset, coef_t, block, S_out[part], part, nparts)
+    return S_out
+
+
+@njit(cache=True, error_model="numpy")
+def _residual_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              coef_t, block, S_out):
+    """:func:`residual_sums_additive_into` on one thread."""
+    _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                            knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                            coef_t, block, S_out[0], 0, 1)
     return S_out
 
 
@@ -1033,9 +1136,17 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         raise ValueError(f"`block` must have shape ({n},); got {block.shape}")
     nparts = _n_parts(n, k * px * py * 8)
     S = np.zeros((nparts, k, px * py), dtype=np.int64)
+    additive = not np.any(spec.block_col[:, 1] >= 0)
+    coef_t = np.ascontiguousarray(coef.T)
     for lo, hi in _chunks(n, chunk_rows):
         kk = min(_n_parts(hi - lo, 0), nparts)
-        kern = residual_sums_into if kk > 1 else _residual_serial
-        kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, coef, _labels(block, n, lo, hi, k, "block", check_labels), S[:kk])
+        args = (_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T,
+                *spec._arrays())
+        lab = _labels(block, n, lo, hi, k, "block", check_labels)
+        if additive:
+            kern = residual_sums_additive_into if kk > 1 else _residual_additive_serial
+            kern(*args, coef_t, lab, S[:kk])
+        else:
+            kern = residual_sums_into if kk > 1 else _residual_serial
+            kern(*args, spec.n_runs, coef, lab, S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]
