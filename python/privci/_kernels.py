@@ -11,7 +11,9 @@ All kernels are compiled lazily on first call and cached on disk
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 # alternative codes shared by the kernels
 TWO_SIDED, GREATER, LESS = 0, 1, 2
@@ -343,36 +345,41 @@ _U32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 _S58 = np.uint64(58)
 _S63 = np.uint64(63)
-_U64_1 = np.uint64(1)
 _PCG_MUL_HI = np.uint64(0x2360ED051FC65DA4)
 _PCG_MUL_LO = np.uint64(0x4385DF649FCCF645)
 
 
-@njit(cache=True, inline="always")
-def _mulhi64(a, b):
-    """The high 64 bits of the 128-bit product of two uint64."""
-    a_lo = a & _U32
-    a_hi = a >> _S32
-    b_lo = b & _U32
-    b_hi = b >> _S32
-    lolo = a_lo * b_lo
-    hilo = a_hi * b_lo
-    lohi = a_lo * b_hi
-    cross = (lolo >> _S32) + (hilo & _U32) + lohi
-    return a_hi * b_hi + (hilo >> _S32) + (cross >> _S32)
+@intrinsic
+def _lcg128(typingctx, hi, lo, inc_hi, inc_lo):
+    """(hi, lo) of (hi 2^64 + lo) M + (inc_hi 2^64 + inc_lo) mod 2^128, M = PCG64's
+    multiplier, in native 128-bit integer arithmetic."""
+    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64, types.uint64,
+                                          types.uint64)
+
+    def codegen(context, builder, sig, args):
+        i128 = ir.IntType(128)
+        i64 = ir.IntType(64)
+        sh = ir.Constant(i128, 64)
+
+        def join(h, l_):
+            return builder.or_(builder.shl(builder.zext(h, i128), sh), builder.zext(l_, i128))
+
+        state = join(args[0], args[1])
+        inc = join(args[2], args[3])
+        mul = ir.Constant(i128, (int(_PCG_MUL_HI) << 64) | int(_PCG_MUL_LO))
+        new = builder.add(builder.mul(state, mul), inc)
+        n_hi = builder.trunc(builder.lshr(new, sh), i64)
+        n_lo = builder.trunc(new, i64)
+        return context.make_tuple(builder, sig.return_type, [n_hi, n_lo])
+
+    return sig, codegen
 
 
 @njit(cache=True, inline="always")
 def _pcg64_next(st):
     """One draw of numpy's PCG64: st = [state_hi, state_lo, inc_hi, inc_lo] (uint64),
     advanced in place (state = state * M + inc mod 2^128, then the XSL-RR output)."""
-    hi = st[0]
-    lo = st[1]
-    p_lo = lo * _PCG_MUL_LO
-    p_hi = _mulhi64(lo, _PCG_MUL_LO) + lo * _PCG_MUL_HI + hi * _PCG_MUL_LO
-    n_lo = p_lo + st[3]
-    carry = _U64_1 if n_lo < p_lo else np.uint64(0)
-    n_hi = p_hi + st[2] + carry
+    n_hi, n_lo = _lcg128(st[0], st[1], st[2], st[3])
     st[0] = n_hi
     st[1] = n_lo
     rot = n_hi >> _S58
@@ -388,8 +395,12 @@ def _shuffle_mod(st, a, b, k, buf):
     buffered 32-bit draws, as every i < 2^32 here), swap buf[i], buf[j].
     """
     m = b - a
+    lab = a % k
     for i in range(m):
-        buf[i] = (a + i) % k
+        buf[i] = lab
+        lab += 1
+        if lab == k:
+            lab = 0
     have = False
     spare = np.uint64(0)
     for i in range(m - 1, 0, -1):
