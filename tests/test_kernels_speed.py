@@ -104,3 +104,121 @@ def test_finite_equals_numpy(shape):
         got = gcm._finite(arr)
         np.testing.assert_array_equal(got, finite_twin(arr))
         assert got.flags.c_contiguous and got.dtype == np.float64
+
+
+# --------------------------------------------------------------------------- fused kernels
+
+import naive_basis as NB  # noqa: E402
+from test_basis_kernels import _data, _make, _twin_features  # noqa: E402
+
+from privci import _basis_kernels as K  # noqa: E402
+from privci import _spline as S  # noqa: E402
+
+RICH_8 = np.asarray(S._knots(8), dtype=np.float64)       # 11 interior knots: counted
+RICH_128 = np.asarray(S._knots(128), dtype=np.float64)   # 191 interior knots: the table
+
+
+def _spec_rows():
+    rows = []
+    for d in (1, 2, 3, 5):
+        rows.append((f"d{d}-r8", [RICH_8] * d, [], None))
+    for d in (1, 2):
+        rows.append((f"d{d}-r128", [RICH_128] * d, [], None))
+    rows.append(("d2-tensor", [RICH_8, RICH_8], [(0, 1)], None))
+    rows.append(("d3-tensor", [RICH_8] * 3, [(0, 2), (1, 0)], None))
+    rows.append(("d3-partial", [RICH_128, None, RICH_8], [(1, 2)], [(RICH_8, RICH_8)]))
+    return rows
+
+
+ROWS = _spec_rows()
+
+
+def _with_threads(k, fn):
+    import numba
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(k, numba.config.NUMBA_NUM_THREADS))
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize("n, chunk", [(1, 7), (2, 1), (1501, 500)])
+def test_parallel_kernels_equal_twin(row, n, chunk, monkeypatch):
+    """Both passes, split over threads (small parts), over chunks and over float64 partial
+    sums (FLOAT_ROWS small), equal the numpy twins exactly for any thread count."""
+    monkeypatch.setattr(K, "_MIN_ROWS_PER_PART", 128)
+    monkeypatch.setattr(K, "FLOAT_ROWS", 300)
+    rng = np.random.default_rng(n + len(row[0]))
+    spec = _make(row)
+    z, x, y, zc, zs, xc, xb, yc, yb = _data(rng, n, row, 1, 2)
+    group = rng.integers(0, 2, size=n)
+    block = rng.integers(0, 9, size=n)
+    Phi = _twin_features(z, zc, zs, row)
+    uq = np.hstack([NB.quantize_u(x, xc, xb), NB.quantize_u(y, yc, yb)])
+    Gr, Br = NB.accumulate(Phi, uq, group, 2)
+    P = spec.n_features
+    cx = rng.normal(size=(P, 1))
+    cy = rng.normal(size=(P, 2))
+    Sr = NB.residual_block_sums(Phi, uq[:, :1], uq[:, 1:], cx, cy, block, 9)
+    for threads in (1, 2):
+        G, B = _with_threads(threads, lambda: K.accumulate(
+            z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 2, chunk_rows=chunk))
+        np.testing.assert_array_equal(G, Gr)
+        np.testing.assert_array_equal(B, Br)
+        Sk = _with_threads(threads, lambda: K.residual_block_sums(
+            z, x, y, zc, zs, xc, xb, yc, yb, spec, cx, cy, block, 9, chunk_rows=chunk))
+        np.testing.assert_array_equal(Sk, Sr)
+
+
+def test_compact_layout_and_dense_fallback_agree(monkeypatch):
+    """The additive kernel's compact accumulators and the generic dense one give the same
+    integers (the cap _COMPACT_BYTES picks between them)."""
+    rng = np.random.default_rng(3)
+    row = ("d5", [RICH_8] * 5, [], None)
+    spec = _make(row)
+    z, x, y, zc, zs, xc, xb, yc, yb = _data(rng, 5000, row, 2, 1)
+    group = rng.integers(0, 3, size=5000)
+    assert K._pair_layout(spec) is not None
+    compact = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3)
+    monkeypatch.setattr(K, "_COMPACT_BYTES", 0)
+    assert K._pair_layout(spec) is None
+    dense = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3)
+    for a, b in zip(compact, dense):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_span_table_gives_the_searched_span():
+    """Spans from the table (many knots) equal the largest m with knots[m] <= t, at every
+    knot, its neighbours, cell edges and random points."""
+    kv = RICH_128
+    spec = K.make_basis([kv])
+    T = spec.T
+    edges = -T + np.arange(K.SPAN_CELLS + 1) * (2 * T / K.SPAN_CELLS)
+    t = np.r_[kv, np.nextafter(kv, np.inf), np.nextafter(kv, -np.inf), edges,
+              np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+              np.random.default_rng(0).uniform(-T, T, 5000)]
+    t = np.clip(t, -T, T)
+    q = K.spline_features(t, spec, quantized=True)
+    ref = NB.features(t, 0.0, 1.0, [kv])
+    np.testing.assert_array_equal(q, ref)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_privgcm_fused_path_equals_numpy_path(d, monkeypatch):
+    """privgcm's default path (x, y clipped and scaled inside the kernels) gives the same
+    seeded result as the numpy row passes of privci._spline."""
+    import privci
+    rng = np.random.default_rng(d)
+    n = 20_000
+    z = rng.normal(size=(n, d))
+    x = np.sin(z[:, 0]) + rng.normal(size=n) * 3
+    y = -np.sin(z[:, 0]) + rng.normal(size=n) * 3
+    x[:50] = 1e6                      # clipped
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=3, z_center=0, z_scale=1, rng=5,
+              x_center=0.3, y_center=-0.2, assume_additive=True)
+    fast = privci.privgcm(x, y, z, **kw)
+    monkeypatch.setattr(S, "USE_KERNELS", False)
+    slow = privci.privgcm(x, y, z, **kw)
+    assert fast.statistic == slow.statistic and fast.pvalue == slow.pvalue
