@@ -896,39 +896,29 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
     res = np.empty(pu)
-    st = np.empty(nbk, dtype=np.uint64)
-    ph = np.empty(4 * nbk)
-    nz = np.empty(4 * nbk, dtype=np.bool_)
+    pred = np.empty((pu, ROW_BLOCK))
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
                     eval_kv, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
-        for r in range(nb):
+        # the predictions, for all rows of the block at once (independent chains; each
+        # row's sum still runs over its features in increasing index)
+        for c in range(pu):
+            for r in range(nb):
+                pred[c, r] = 0.0
             for b in range(nbk):
                 e = block_eval[b, 0]
-                st[b] = uint64(block_offset[b] + S[e, r] - DEGREE)
+                off = block_offset[b] - DEGREE
                 for a in range(DEGREE + 1):
-                    v = Q[e, a, r]
-                    ph[4 * b + a] = v * _INV_ONE
-                    nz[4 * b + a] = v != 0
-            # two columns at a time: two independent chains of additions
-            for c0 in range(0, pu, 2):
-                c1 = min(c0 + 1, pu - 1)
-                acc0 = 0.0
-                acc1 = 0.0
-                for b in range(nbk):
-                    s0 = st[b]
-                    for a in range(DEGREE + 1):
-                        f = ph[4 * b + a]
-                        t0 = f * coef_t[c0, s0 + uint64(a)]
-                        t1 = f * coef_t[c1, s0 + uint64(a)]
-                        keep = nz[4 * b + a]
-                        acc0 += t0 if keep else 0.0
-                        acc1 += t1 if keep else 0.0
-                res[c0] = acc0
-                res[c1] = acc1
+                    for r in range(nb):
+                        v = Q[e, a, r]
+                        term = (v * _INV_ONE) * coef_t[c, uint64(off + S[e, r] + a)]
+                        pred[c, r] += term if v != 0 else 0.0
+        for r in range(nb):
+            for c in range(pu):
+                res[c] = pred[c, r]
             for c in range(pu):
                 pr = res[c]
                 pr = pr if math.isfinite(pr) else 0.0
