@@ -6,6 +6,18 @@ the inputs chunk by chunk (O(chunk * d)) only when they are not already C-contig
 float64.  Each row adds only its non-zero block entries (4 per additive block, 16 per
 tensor block) at their known offsets.
 
+**Speed (issue 25), without changing a result.**  The span of t is found by counting the
+knots below it (few knots) or by stepping from a public table of ``SPAN_CELLS`` cells
+(many knots; the step makes it exact whatever the table says).  The products of pass 1 are
+summed in float64 first: every product is an integer of at most 2^32 in size and a kernel
+call covers at most ``FLOAT_ROWS`` = 2^20 rows, so every partial sum is an integer below
+2^53 and exact in any order; they go to the int64 outputs at the end of the call.  For
+bases of additive blocks only (PrivGCM's default), a pair of blocks has one compact 4 x 4
+accumulator per (span, span), updated 4 entries at a time (``_axpy4``), and pass 2 sums
+the predictions of a 64-row block at once (each row's sum in its own order).  The rows are
+cut into one contiguous part per thread, each with its own accumulators, and the integer
+parts are added at the end: the same integers for any number of threads.
+
 **Basis (fixed point, so every sum is exact).**  With F = ``SCALE_BITS`` = 16:
 
 * a *block* is one column j of z (additive block) or a pair of columns (j, l) (tensor
