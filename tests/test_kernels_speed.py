@@ -222,3 +222,22 @@ def test_privgcm_fused_path_equals_numpy_path(d, monkeypatch):
     monkeypatch.setattr(S, "USE_KERNELS", False)
     slow = privci.privgcm(x, y, z, **kw)
     assert fast.statistic == slow.statistic and fast.pvalue == slow.pvalue
+
+
+@pytest.mark.parametrize("row", [ROWS[2], ROWS[-2]], ids=[ROWS[2][0], ROWS[-2][0]])
+def test_u_columns_per_group(row):
+    """u_columns: each group's cross-products for its own u columns only, the others 0."""
+    rng = np.random.default_rng(8)
+    spec = _make(row)
+    z, x, y, zc, zs, xc, xb, yc, yb = _data(rng, 3000, row, 2, 3)
+    group = rng.integers(0, 3, size=3000)
+    full = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3)
+    cols = ((0, 2), (2, 5), (1, 1))
+    part = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3, u_columns=cols)
+    np.testing.assert_array_equal(part[0], full[0])
+    for g, (lo, hi) in enumerate(cols):
+        want = np.zeros_like(full[1][g])
+        want[:, lo:hi] = full[1][g][:, lo:hi]
+        np.testing.assert_array_equal(part[1][g], want)
+    with pytest.raises(ValueError, match="u_columns"):
+        K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3, u_columns=((0, 9),) * 3)

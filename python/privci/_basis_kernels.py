@@ -493,7 +493,7 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
 
 @njit(cache=True, error_model="numpy")
 def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
-                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf,
+                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, Gf, Bf,
                      ng, P, pu, part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``.
 
@@ -581,7 +581,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
                         Gx[oa + u2] = g2 + va * w2
                         Gx[oa + u3] = g3 + va * w3
                 bo = (gP + s1) * upu
-                for c in range(pu):
+                for c in range(ucols[group[i0 + r], 0], ucols[group[i0 + r], 1]):
                     uc = Uf[r, c]
                     uc_ = uint64(c)
                     Bx[bo + uc_] += v0 * uc
@@ -636,7 +636,7 @@ def _axpy4(typingctx, dst, doff, s, src, soff):
 @njit(cache=True, error_model="numpy")
 def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              pair_base, n_comp, group, Gf, Bf, ng, P, pu, part, nparts):
+                              pair_base, n_comp, group, ucols, Gf, Bf, ng, P, pu, part, nparts):
     """:func:`_accumulate_part` for a basis of additive blocks only (block b = run b).
 
     Every pair of blocks b1 <= b2 has a compact float64 accumulator of 4 x 4 blocks, one per
@@ -693,7 +693,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
                     o = gc + pair_base[b1, b2] + 16 * (loc[b1] * nspan[b2] + loc[b2])
                     for a in range(4):
                         _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, q2)
-                for c in range(pu):
+                for c in range(ucols[g, 0], ucols[g, 1]):
                     _axpy4(Bx, uint64((g * pu + c) * P + block_offset[b1] + loc[b1]),
                            Uf[r * pu + c], Qf, uint64(q1))
     # exact integers: into the part's int64 outputs
@@ -727,7 +727,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
 @njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                             pair_base, n_comp, group, G, B):
+                             pair_base, n_comp, group, ucols, G, B):
     """:func:`accumulate_into` for additive bases (:func:`_accumulate_part_additive`)."""
     nparts = G.shape[0]
     Gf = G.reshape(-1)
@@ -735,7 +735,7 @@ def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
     for part in prange(nparts):
         _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                   span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                  block_offset, pair_base, n_comp, group, Gf, Bf, G.shape[1],
+                                  block_offset, pair_base, n_comp, group, ucols, Gf, Bf, G.shape[1],
                                   G.shape[2], B.shape[3], part, nparts)
     return G, B
 
@@ -743,11 +743,11 @@ def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
 @njit(cache=True, error_model="numpy")
 def _accumulate_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                                 knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                                pair_base, n_comp, group, G, B):
+                                pair_base, n_comp, group, ucols, G, B):
     """:func:`accumulate_additive_into` on one thread."""
     _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              pair_base, n_comp, group, G.reshape(-1), B.reshape(-1),
+                              pair_base, n_comp, group, ucols, G.reshape(-1), B.reshape(-1),
                               G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
@@ -773,7 +773,7 @@ def _pair_layout(spec):
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
+                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
     """Add the rows' upper-triangle Gram and cross-product terms into G[part], B[part].
 
     G : (parts, n_groups, P, P) int64, B : (parts, n_groups, P, px + py) int64, both
@@ -786,17 +786,17 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tab
     for part in prange(nparts):
         _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                          eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group,
-                         Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
+                         ucols, Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
     return G, B
 
 
 @njit(cache=True, error_model="numpy")
 def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
     """:func:`accumulate_into` on one thread (G, B with one part); small calls."""
     _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G.reshape(-1),
-                     B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols,
+                     G.reshape(-1), B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
 
@@ -1058,7 +1058,8 @@ def spline_features(t, spec, quantized=False):
 
 
 def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound, spec,
-               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS, check_labels=True):
+               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS, check_labels=True,
+               u_columns=None):
     """Pass 1: per group, G_int = sum q q^T and B_int = sum q uq^T over the rows.
 
     Parameters
@@ -1071,6 +1072,9 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     check_labels : False skips the range check of an int64 ``group`` (for labels the
         caller made, e.g. :func:`privci._private.block_labels`; out-of-range labels would
         then write out of bounds).
+    u_columns : None (every group, every u column) or one (lo, hi) per group: group g's
+        cross-products only for the u columns lo..hi-1 (the others stay 0).  PrivGCM's
+        halves: x for half A, y for half B.
 
     Returns
     -------
@@ -1091,6 +1095,13 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     G = np.zeros((nparts, ng, P, P), dtype=np.int64)
     B = np.zeros((nparts, ng, P, pu), dtype=np.int64)
     layout = _pair_layout(spec)
+    if u_columns is None:
+        ucols = np.tile(np.array([0, pu], dtype=np.int64), (ng, 1))
+    else:
+        ucols = np.array(u_columns, dtype=np.int64).reshape(-1, 2)
+        if ucols.shape[0] != ng or np.any(ucols[:, 0] < 0) or np.any(ucols[:, 1] > pu) or \
+                np.any(ucols[:, 0] > ucols[:, 1]):
+            raise ValueError(f"`u_columns` needs one (lo, hi) per group, 0 <= lo <= hi <= {pu}")
     for lo, hi in _chunks(n, min(int(chunk_rows), FLOAT_ROWS)):
         k = min(_n_parts(hi - lo, 0), nparts)
         args = (_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T,
@@ -1098,10 +1109,10 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
         lab = _labels(group, n, lo, hi, ng, "group", check_labels)
         if layout is not None:
             kern = accumulate_additive_into if k > 1 else _accumulate_additive_serial
-            kern(*args, *layout, lab, G[:k], B[:k])
+            kern(*args, *layout, lab, ucols, G[:k], B[:k])
         else:
             kern = accumulate_into if k > 1 else _accumulate_serial
-            kern(*args, spec.n_runs, lab, G[:k], B[:k])
+            kern(*args, spec.n_runs, lab, ucols, G[:k], B[:k])
     G = G.sum(axis=0) if nparts > 1 else G[0]
     B = B.sum(axis=0) if nparts > 1 else B[0]
     iu = np.triu_indices(P, 1)

@@ -507,8 +507,9 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design):
     from ._basis_kernels import accumulate
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     p = x.shape[1]
+    q = y.shape[1]
     G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group, n_groups=2,
-                      check_labels=False)
+                      check_labels=False, u_columns=((0, p), (p, p + q)))
     pr = design.n_features()
     iu = np.triu_indices(pr)
     ix = np.ix_(keep, keep)
