@@ -6,6 +6,18 @@ the inputs chunk by chunk (O(chunk * d)) only when they are not already C-contig
 float64.  Each row adds only its non-zero block entries (4 per additive block, 16 per
 tensor block) at their known offsets.
 
+**Speed (issue 25), without changing a result.**  The span of t is found by counting the
+knots below it (few knots) or by stepping from a public table of ``SPAN_CELLS`` cells
+(many knots; the step makes it exact whatever the table says).  The products of pass 1 are
+summed in float64 first: every product is an integer of at most 2^32 in size and a kernel
+call covers at most ``FLOAT_ROWS`` = 2^20 rows, so every partial sum is an integer below
+2^53 and exact in any order; they go to the int64 outputs at the end of the call.  For
+bases of additive blocks only (PrivGCM's default), a pair of blocks has one compact 4 x 4
+accumulator per (span, span), updated 4 entries at a time (``_axpy4``), and pass 2 sums
+the predictions of a 64-row block at once (each row's sum in its own order).  The rows are
+cut into one contiguous part per thread, each with its own accumulators, and the integer
+parts are added at the end: the same integers for any number of threads.
+
 **Basis (fixed point, so every sum is exact).**  With F = ``SCALE_BITS`` = 16:
 
 * a *block* is one column j of z (additive block) or a pair of columns (j, l) (tensor
@@ -45,7 +57,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange, uint64
+from llvmlite import ir
+from numba import get_num_threads, njit, prange, types, uint64
+from numba.extending import intrinsic
 
 __all__ = ["SCALE_BITS", "ONE", "MAX_ROWS", "BasisSpec", "clamped_knots", "make_basis",
            "spline_features", "accumulate", "residual_block_sums", "to_float",
@@ -58,8 +72,11 @@ DEGREE = 3
 # MAX_ROWS rows cannot overflow int64
 MAX_ROWS = (2 ** 63 - 1) >> (2 * SCALE_BITS)
 CHUNK_ROWS = 1 << 18                        # rows per conversion chunk of the wrappers
+FLOAT_ROWS = 1 << 20                        # rows per kernel call (float64 partial sums exact)
+_COMPACT_BYTES = 1 << 20                    # cap per group on the compact Gram accumulators
 _PART_BYTES = 256 << 20                     # cap on the per-thread partial outputs
 _MIN_ROWS_PER_PART = 1 << 14                # rows per thread below which one thread runs
+SPAN_CELLS = 2048                           # cells of the span table on [-T, T]
 _LINEAR_SPAN = 24                           # interior knots up to which the span is counted
 
 _INV_ONE = 1.0 / ONE
@@ -85,6 +102,9 @@ class BasisSpec:
         of a row; block_eval : (n_blocks, 2) int64, the evaluation(s) of each block.
     inv_den : (n_kv, L_max, 6) float64, the reciprocal knot differences of every span
         used by the Cox-de Boor recursion (see ``_basis4``); 0 outside the spans 3..L-5.
+    span_table : (n_kv, SPAN_CELLS) int64, a start for the span search: entry c is the
+        span of the left edge of cell c of a uniform grid of SPAN_CELLS cells on [-T, T]
+        (the kernels step from it to the exact span, so the table only saves time).
     """
 
     knots: np.ndarray
@@ -99,6 +119,7 @@ class BasisSpec:
     eval_kv: np.ndarray
     block_eval: np.ndarray
     inv_den: np.ndarray
+    span_table: np.ndarray
 
     @property
     def n_blocks(self):
@@ -110,7 +131,8 @@ class BasisSpec:
         return int(np.sum(np.where(self.block_col[:, 1] < 0, 1, 4)))
 
     def _arrays(self):
-        return (self.knots, self.inv_den, self.knot_len, self.eval_col, self.eval_kv,
+        return (self.knots, self.inv_den, self.span_table, self.knot_len, self.eval_col,
+                self.eval_kv,
                 self.block_eval, self.block_kv, self.block_offset)
 
 
@@ -220,14 +242,21 @@ def make_basis(knot_vectors_per_column, pairs=(), pair_knot_vectors=None):
             if kv[m] < kv[m + 1]:
                 inv_den[i, m] = [1.0 / (kv[m + r + 1] - kv[m + r + 1 - j])
                                  for j in range(1, DEGREE + 1) for r in range(j)]
+    span_table = np.empty((len(distinct), SPAN_CELLS), dtype=np.int64)
+    edges = -T + np.arange(SPAN_CELLS) * (2.0 * T / SPAN_CELLS)
+    for i, kv in enumerate(distinct):
+        # the largest m in [3, L - 5] with kv[m] <= edge
+        span_table[i] = np.clip(np.searchsorted(kv, edges, side="right") - 1, DEGREE,
+                                kv.size - DEGREE - 2)
     arrs = [knots, knot_len, block_col, block_kv, block_offset,
-            np.ascontiguousarray(ev[:, 0]), np.ascontiguousarray(ev[:, 1]), block_eval, inv_den]
+            np.ascontiguousarray(ev[:, 0]), np.ascontiguousarray(ev[:, 1]), block_eval, inv_den,
+            span_table]
     for a in arrs:
         a.flags.writeable = False
     return BasisSpec(knots=arrs[0], knot_len=arrs[1], block_col=arrs[2], block_kv=arrs[3],
                      block_offset=arrs[4], T=T, n_features=int(block_offset[-1]),
                      n_columns=d, eval_col=arrs[5], eval_kv=arrs[6], block_eval=arrs[7],
-                     inv_den=arrs[8])
+                     inv_den=arrs[8], span_table=arrs[9])
 
 
 def gram_sensitivity(spec):
@@ -336,8 +365,9 @@ def _quantize4(n0, n1, n2, n3, q, e):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S, Q):
-    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1."""
+def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S, Q):
+    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1 (tt: a
+    (5, ROW_BLOCK) float64 scratch: t, then the 4 basis values)."""
     for e in range(eval_col.shape[0]):
         j = eval_col[e]
         kv = eval_kv[e]
@@ -348,35 +378,46 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_k
             v = (z[i0 + r, j] - c) / sc
             v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
             v = v if v < T else T
-            tt[r] = v if v > -T else -T
-        # the span: the largest m in [3, L - 5] with knots[m] <= t (non-empty)
-        for r in range(nb):
-            S[e, r] = DEGREE
+            tt[0, r] = v if v > -T else -T
+        # the span: the largest m in [3, L - 5] with knots[m] <= t, stepped to from the
+        # table's entry for t's cell (exact whatever the entry)
         if L - 2 * (DEGREE + 1) <= _LINEAR_SPAN:
+            # few knots: count them (branch-free, vectorised over the rows)
+            for r in range(nb):
+                S[e, r] = DEGREE
             for k in range(DEGREE + 1, L - DEGREE - 1):
                 kk = knots[kv, k]
                 for r in range(nb):
-                    S[e, r] += kk <= tt[r]
+                    S[e, r] += kk <= tt[0, r]
         else:
+            ncell = span_table.shape[1]
+            inv_h = ncell / (2.0 * T)
+            top = L - DEGREE - 2
             for r in range(nb):
-                lo = DEGREE
-                hi = L - DEGREE - 2
-                t = tt[r]
-                if t >= knots[kv, hi]:
-                    lo = hi
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if knots[kv, mid] <= t:
-                        lo = mid
-                    else:
-                        hi = mid
-                S[e, r] = lo
+                t = tt[0, r]
+                c = int((t + T) * inv_h)
+                c = c if c < ncell else ncell - 1
+                c = c if c > 0 else 0
+                m = span_table[kv, c]
+                while m < top and knots[kv, m + 1] <= t:
+                    m += 1
+                while m > DEGREE and knots[kv, m] > t:
+                    m -= 1
+                S[e, r] = m
         for r in range(nb):
-            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[r])
-            Q[e, 0, r] = _q1(n0)
-            Q[e, 1, r] = _q1(n1)
-            Q[e, 2, r] = _q1(n2)
-            Q[e, 3, r] = _q1(n3)
+            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[0, r])
+            tt[1, r] = n0
+            tt[2, r] = n1
+            tt[3, r] = n2
+            tt[4, r] = n3
+        # quantise (a loop the compiler vectorises): floor(clip(v, 0, 1) 2^F); for
+        # v in [0, 1] the floor is the truncation of the conversion to an integer
+        for a in range(DEGREE + 1):
+            for r in range(nb):
+                v = tt[1 + a, r]
+                v = v if v > 0.0 else 0.0
+                v = v if v < 1.0 else 1.0
+                Q[e, a, r] = np.int64(v * ONE)
         for r in range(nb):
             if Q[e, 0, r] + Q[e, 1, r] + Q[e, 2, r] + Q[e, 3, r] > ONE:
                 Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r] = _cut_to_one(
@@ -425,19 +466,19 @@ def _u_block(x, i0, nb, center, bound, off, U):
 # --------------------------------------------------------------------------- kernels
 
 @njit(cache=True, error_model="numpy")
-def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, block_eval,
+def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, block_eval,
                   block_kv, block_offset, n_runs, out):
     """Dense int64 features of every row of z into out (n, P) (one thread: small n)."""
     n = z.shape[0]
     ne = eval_col.shape[0]
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     run_start = np.empty(n_runs, dtype=np.int64)
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
     for i0 in range(0, n, ROW_BLOCK):
         nb = min(ROW_BLOCK, n - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt, S,
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S,
                     Q)
         for r in range(nb):
             _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
@@ -451,89 +492,288 @@ def features_into(z, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, blo
 
 
 @njit(cache=True, error_model="numpy")
-def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, Gf, Bf, ng, P,
-                     pu, part, nparts):
-    """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``."""
+def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
+                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, Gf, Bf,
+                     ng, P, pu, part, nparts):
+    """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``.
+
+    The products are accumulated in float64 first (every product is an integer of at most
+    2^32 in size and a call has at most FLOAT_ROWS rows, so every partial sum is an integer
+    below 2^53: exact, in any order) and added to the int64 outputs at the end.  A run's own
+    4 x 4 block goes to a compact per-start accumulator (Gd), the later runs' blocks to the
+    dense one (Gx); Bx holds the cross-products.
+    """
     n = z.shape[0]
     ne = eval_col.shape[0]
     px = x.shape[1]
-    uP = uint64(P)
-    upu = uint64(pu)
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    Uf = np.empty((ROW_BLOCK, pu))
     run_start = np.empty(n_runs, dtype=np.int64)
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
+    fv = np.empty(4 * n_runs)
+    Gd = np.zeros(ng * P * 16)
+    Bx = np.zeros(ng * P * pu)
+    Gx = np.zeros(ng * P * P) if n_runs > 1 else np.zeros(0)
+    uP = uint64(P)
+    upu = uint64(pu)
+    u1 = uint64(1)
+    u2 = uint64(2)
+    u3 = uint64(3)
+    u16 = uint64(16)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
-                    S, Q)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
+        for c in range(pu):
+            for r in range(nb):
+                Uf[r, c] = np.float64(U[c, r])
         for r in range(nb):
             _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
                       run_val)
-            gbase = uint64((part * ng + group[i0 + r]) * P)
+            for k in range(n_runs):
+                fv[4 * k] = np.float64(run_val[k, 0])
+                fv[4 * k + 1] = np.float64(run_val[k, 1])
+                fv[4 * k + 2] = np.float64(run_val[k, 2])
+                fv[4 * k + 3] = np.float64(run_val[k, 3])
+            gP = uint64(group[i0 + r] * P)
             for r1 in range(n_runs):
                 s1 = uint64(run_start[r1])
-                v0 = run_val[r1, 0]
-                v1 = run_val[r1, 1]
-                v2 = run_val[r1, 2]
-                v3 = run_val[r1, 3]
-                o0 = (gbase + s1) * uP + s1
-                o1 = o0 + uP
-                o2 = o1 + uP
-                o3 = o2 + uP
-                # the run's own 4 x 4 block: upper triangle only
-                Gf[o0] += v0 * v0
-                Gf[o0 + uint64(1)] += v0 * v1
-                Gf[o0 + uint64(2)] += v0 * v2
-                Gf[o0 + uint64(3)] += v0 * v3
-                Gf[o1 + uint64(1)] += v1 * v1
-                Gf[o1 + uint64(2)] += v1 * v2
-                Gf[o1 + uint64(3)] += v1 * v3
-                Gf[o2 + uint64(2)] += v2 * v2
-                Gf[o2 + uint64(3)] += v2 * v3
-                Gf[o3 + uint64(3)] += v3 * v3
+                v0 = fv[4 * r1]
+                v1 = fv[4 * r1 + 1]
+                v2 = fv[4 * r1 + 2]
+                v3 = fv[4 * r1 + 3]
+                # the run's own 4 x 4 block (all 16 entries; the upper triangle is kept)
+                o = (gP + s1) * u16
+                for a in range(4):
+                    va = fv[4 * r1 + a]
+                    oa = o + uint64(4 * a)
+                    g0 = Gd[oa]
+                    g1 = Gd[oa + u1]
+                    g2 = Gd[oa + u2]
+                    g3 = Gd[oa + u3]
+                    Gd[oa] = g0 + va * v0
+                    Gd[oa + u1] = g1 + va * v1
+                    Gd[oa + u2] = g2 + va * v2
+                    Gd[oa + u3] = g3 + va * v3
                 # the later runs' 4 x 4 blocks (all in the upper triangle)
                 for r2 in range(r1 + 1, n_runs):
-                    d2 = uint64(run_start[r2]) - s1
-                    w0 = run_val[r2, 0]
-                    w1 = run_val[r2, 1]
-                    w2 = run_val[r2, 2]
-                    w3 = run_val[r2, 3]
-                    Gf[o0 + d2] += v0 * w0
-                    Gf[o0 + d2 + uint64(1)] += v0 * w1
-                    Gf[o0 + d2 + uint64(2)] += v0 * w2
-                    Gf[o0 + d2 + uint64(3)] += v0 * w3
-                    Gf[o1 + d2] += v1 * w0
-                    Gf[o1 + d2 + uint64(1)] += v1 * w1
-                    Gf[o1 + d2 + uint64(2)] += v1 * w2
-                    Gf[o1 + d2 + uint64(3)] += v1 * w3
-                    Gf[o2 + d2] += v2 * w0
-                    Gf[o2 + d2 + uint64(1)] += v2 * w1
-                    Gf[o2 + d2 + uint64(2)] += v2 * w2
-                    Gf[o2 + d2 + uint64(3)] += v2 * w3
-                    Gf[o3 + d2] += v3 * w0
-                    Gf[o3 + d2 + uint64(1)] += v3 * w1
-                    Gf[o3 + d2 + uint64(2)] += v3 * w2
-                    Gf[o3 + d2 + uint64(3)] += v3 * w3
-                bo = (gbase + s1) * upu
-                for c in range(pu):
-                    uc = U[c, r]
-                    Bf[bo + uint64(c)] += v0 * uc
-                    Bf[bo + upu + uint64(c)] += v1 * uc
-                    Bf[bo + uint64(2) * upu + uint64(c)] += v2 * uc
-                    Bf[bo + uint64(3) * upu + uint64(c)] += v3 * uc
+                    w0 = fv[4 * r2]
+                    w1 = fv[4 * r2 + 1]
+                    w2 = fv[4 * r2 + 2]
+                    w3 = fv[4 * r2 + 3]
+                    ob = (gP + s1) * uP + uint64(run_start[r2])
+                    for a in range(4):
+                        va = fv[4 * r1 + a]
+                        oa = ob + uint64(a) * uP
+                        g0 = Gx[oa]
+                        g1 = Gx[oa + u1]
+                        g2 = Gx[oa + u2]
+                        g3 = Gx[oa + u3]
+                        Gx[oa] = g0 + va * w0
+                        Gx[oa + u1] = g1 + va * w1
+                        Gx[oa + u2] = g2 + va * w2
+                        Gx[oa + u3] = g3 + va * w3
+                bo = (gP + s1) * upu
+                for c in range(ucols[group[i0 + r], 0], ucols[group[i0 + r], 1]):
+                    uc = Uf[r, c]
+                    uc_ = uint64(c)
+                    Bx[bo + uc_] += v0 * uc
+                    Bx[bo + upu + uc_] += v1 * uc
+                    Bx[bo + u2 * upu + uc_] += v2 * uc
+                    Bx[bo + u3 * upu + uc_] += v3 * uc
+    # exact integers: into the part's int64 outputs (upper triangle of G)
+    base = part * ng * P
+    for g in range(ng):
+        for s1 in range(P):
+            o = ((g * P) + s1) * 16
+            for a in range(4):
+                if s1 + a >= P:
+                    break
+                for c in range(a, 4):
+                    if s1 + c < P:
+                        Gf[((base + g * P) + s1 + a) * P + s1 + c] += np.int64(Gd[o + 4 * a + c])
+        if n_runs > 1:
+            for i in range(P):
+                for j in range(i, P):
+                    Gf[((base + g * P) + i) * P + j] += np.int64(Gx[(g * P + i) * P + j])
+        for i in range(P):
+            for c in range(pu):
+                Bf[((base + g * P) + i) * pu + c] += np.int64(Bx[(g * P + i) * pu + c])
+
+
+@intrinsic
+def _axpy4(typingctx, dst, doff, s, src, soff):
+    """dst[doff:doff + 4] += s * src[soff:soff + 4] on 1-D float64 arrays, as one 4-wide
+    multiply and one 4-wide add (no fused multiply-add; no bounds check: the callers'
+    offsets are in range by construction)."""
+    sig = types.void(dst, types.uint64, types.float64, src, types.uint64)
+
+    def codegen(context, builder, sig, args):
+        d_v, doff, sv, s_v, soff = args
+        da = context.make_array(sig.args[0])(context, builder, d_v)
+        sa = context.make_array(sig.args[3])(context, builder, s_v)
+        vty = ir.VectorType(ir.DoubleType(), 4)
+        pd = builder.bitcast(builder.gep(da.data, [doff]), vty.as_pointer())
+        ps = builder.bitcast(builder.gep(sa.data, [soff]), vty.as_pointer())
+        vd = builder.load(pd, align=8)
+        vs = builder.load(ps, align=8)
+        sp = ir.Constant(vty, ir.Undefined)
+        for i in range(4):
+            sp = builder.insert_element(sp, sv, ir.Constant(ir.IntType(32), i))
+        builder.store(builder.fadd(vd, builder.fmul(sp, vs)), pd, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              pair_base, n_comp, group, ucols, Gf, Bf, ng, P, pu, part, nparts):
+    """:func:`_accumulate_part` for a basis of additive blocks only (block b = run b).
+
+    Every pair of blocks b1 <= b2 has a compact float64 accumulator of 4 x 4 blocks, one per
+    (span of b1, span of b2) (b1 == b2: one per span), at ``pair_base[b1, b2]``; a row adds
+    q_b1[a] q_b2[0:4] to row a of one of them, 4 at a time (:func:`_axpy4`), and u_c q_b[0:4]
+    to the cross-products (layout (group, u column, P)).  Exact as in
+    :func:`_accumulate_part`; folded into the int64 G (upper triangle) and B at the end.
+    """
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    nbk = block_eval.shape[0]
+    px = x.shape[1]
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    nspan = np.empty(nbk, dtype=np.int64)
+    for b in range(nbk):
+        nspan[b] = knot_len[block_kv[b, 0]] - 2 * (DEGREE + 1) + 1
+    ne4 = 4 * ne
+    Qf = np.empty(ROW_BLOCK * ne4)           # row r, evaluation e, value a at r ne4 + 4 e + a
+    Uf = np.empty(ROW_BLOCK * pu)
+    loc = np.empty(nbk, dtype=np.int64)
+    Gc = np.zeros(ng * n_comp)
+    Bx = np.zeros(ng * pu * P)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        for e in range(ne):
+            for a in range(DEGREE + 1):
+                for r in range(nb):
+                    Qf[r * ne4 + 4 * e + a] = np.float64(Q[e, a, r])
+        for c in range(pu):
+            for r in range(nb):
+                Uf[r * pu + c] = np.float64(U[c, r])
+        for r in range(nb):
+            g = group[i0 + r]
+            gc = g * n_comp
+            rq = r * ne4
+            for b in range(nbk):
+                loc[b] = S[block_eval[b, 0], r] - DEGREE
+            for b1 in range(nbk):
+                q1 = rq + 4 * block_eval[b1, 0]
+                o = gc + pair_base[b1, b1] + 16 * loc[b1]
+                for a in range(4):
+                    _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, uint64(q1))
+                for b2 in range(b1 + 1, nbk):
+                    q2 = uint64(rq + 4 * block_eval[b2, 0])
+                    o = gc + pair_base[b1, b2] + 16 * (loc[b1] * nspan[b2] + loc[b2])
+                    for a in range(4):
+                        _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, q2)
+                for c in range(ucols[g, 0], ucols[g, 1]):
+                    _axpy4(Bx, uint64((g * pu + c) * P + block_offset[b1] + loc[b1]),
+                           Uf[r * pu + c], Qf, uint64(q1))
+    # exact integers: into the part's int64 outputs
+    base = part * ng * P
+    for g in range(ng):
+        gc = g * n_comp
+        for b1 in range(nbk):
+            o1 = block_offset[b1]
+            for b2 in range(b1, nbk):
+                o2 = block_offset[b2]
+                pb = gc + pair_base[b1, b2]
+                if b1 == b2:
+                    for s1 in range(nspan[b1]):
+                        for a in range(4):
+                            for c in range(a, 4):
+                                Gf[(base + g * P + o1 + s1 + a) * P + o1 + s1 + c] += np.int64(
+                                    Gc[pb + 16 * s1 + 4 * a + c])
+                else:
+                    for s1 in range(nspan[b1]):
+                        for s2 in range(nspan[b2]):
+                            oc = pb + 16 * (s1 * nspan[b2] + s2)
+                            for a in range(4):
+                                for c in range(4):
+                                    Gf[(base + g * P + o1 + s1 + a) * P + o2 + s2 + c] += \
+                                        np.int64(Gc[oc + 4 * a + c])
+        for i in range(P):
+            for c in range(pu):
+                Bf[(base + g * P + i) * pu + c] += np.int64(Bx[(g * pu + c) * P + i])
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
-                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
+def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                             pair_base, n_comp, group, ucols, G, B):
+    """:func:`accumulate_into` for additive bases (:func:`_accumulate_part_additive`)."""
+    nparts = G.shape[0]
+    Gf = G.reshape(-1)
+    Bf = B.reshape(-1)
+    for part in prange(nparts):
+        _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                  span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                  block_offset, pair_base, n_comp, group, ucols, Gf, Bf, G.shape[1],
+                                  G.shape[2], B.shape[3], part, nparts)
+    return G, B
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                                knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                                pair_base, n_comp, group, ucols, G, B):
+    """:func:`accumulate_additive_into` on one thread."""
+    _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              pair_base, n_comp, group, ucols, G.reshape(-1), B.reshape(-1),
+                              G.shape[1], G.shape[2], B.shape[3], 0, 1)
+    return G, B
+
+
+def _pair_layout(spec):
+    """(pair_base (n_blocks, n_blocks) int64, n_comp) of the compact accumulators of an
+    additive spec, or None when the spec has tensor blocks or they would exceed
+    _COMPACT_BYTES per group."""
+    if np.any(spec.block_col[:, 1] >= 0):
+        return None
+    ns = spec.knot_len[spec.block_kv[:, 0]] - 2 * (DEGREE + 1) + 1
+    nb = ns.size
+    base = np.zeros((nb, nb), dtype=np.int64)
+    tot = 0
+    for b1 in range(nb):
+        for b2 in range(b1, nb):
+            base[b1, b2] = tot
+            tot += 16 * (int(ns[b1]) if b1 == b2 else int(ns[b1]) * int(ns[b2]))
+    if tot * 8 > _COMPACT_BYTES:
+        return None
+    return base, tot
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
     """Add the rows' upper-triangle Gram and cross-product terms into G[part], B[part].
 
     G : (parts, n_groups, P, P) int64, B : (parts, n_groups, P, px + py) int64, both
@@ -544,24 +784,24 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len
     Gf = G.reshape(-1)
     Bf = B.reshape(-1)
     for part in prange(nparts):
-        _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
+        _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                          eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group,
-                         Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
+                         ucols, Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
     return G, B
 
 
 @njit(cache=True, error_model="numpy")
-def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
-                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, G, B):
+def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
     """:func:`accumulate_into` on one thread (G, B with one part); small calls."""
-    _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, G.reshape(-1),
-                     B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
+    _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols,
+                     G.reshape(-1), B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
 
 @njit(cache=True, error_model="numpy")
-def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out,
                    part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
@@ -572,7 +812,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
     pu = px + py
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
-    tt = np.empty(ROW_BLOCK)
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -581,7 +821,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
     res = np.empty(pu)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, knot_len, eval_col, eval_kv, tt,
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt,
                     S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
@@ -619,7 +859,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len,
+def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                        eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
                        block, S_out):
     """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
@@ -628,19 +868,103 @@ def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_
     """
     nparts = S_out.shape[0]
     for part in prange(nparts):
-        _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+        _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                        eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block,
                        S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
-def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                      eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out):
     """:func:`residual_sums_into` on one thread (S_out with one part); small calls."""
-    _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, knot_len, eval_col,
+    _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out[0],
                    0, 1)
+    return S_out
+
+
+@njit(cache=True, error_model="numpy")
+def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                            knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                            coef_t, block, S_out, part, nparts):
+    """:func:`_residual_part` for a basis of additive blocks only; ``coef_t`` (px + py, P).
+
+    The same operations in the same order (the prediction sums the row's features in
+    increasing index; a zero feature adds nothing, as a select instead of a branch: the
+    result differs at most in the sign of a zero prediction, which the residual
+    u - pred does not see).
+    """
+    n = z.shape[0]
+    ne = eval_col.shape[0]
+    nbk = block_eval.shape[0]
+    px = x.shape[1]
+    py = y.shape[1]
+    pu = px + py
+    lo = part * n // nparts
+    hi = (part + 1) * n // nparts
+    tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
+    Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
+    U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
+    res = np.empty(pu)
+    pred = np.empty((pu, ROW_BLOCK))
+    for i0 in range(lo, hi, ROW_BLOCK):
+        nb = min(ROW_BLOCK, hi - i0)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, tt, S, Q)
+        _u_block(x, i0, nb, xc, xb, 0, U)
+        _u_block(y, i0, nb, yc, yb, px, U)
+        # the predictions, for all rows of the block at once (independent chains; each
+        # row's sum still runs over its features in increasing index)
+        for c in range(pu):
+            for r in range(nb):
+                pred[c, r] = 0.0
+            for b in range(nbk):
+                e = block_eval[b, 0]
+                off = block_offset[b] - DEGREE
+                for a in range(DEGREE + 1):
+                    for r in range(nb):
+                        v = Q[e, a, r]
+                        term = (v * _INV_ONE) * coef_t[c, uint64(off + S[e, r] + a)]
+                        pred[c, r] += term if v != 0 else 0.0
+        for r in range(nb):
+            for c in range(pu):
+                res[c] = pred[c, r]
+            for c in range(pu):
+                pr = res[c]
+                pr = pr if math.isfinite(pr) else 0.0
+                pr = min(max(pr, -1.0), 1.0)
+                res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+            blk = block[i0 + r]
+            for bb in range(py):
+                ryb = res[px + bb]
+                for a in range(px):
+                    prod = min(max(res[a] * ryb, -1.0), 1.0)
+                    S_out[blk, a + px * bb] += np.int64(prod * _ONE2_F)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def residual_sums_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                block_offset, coef_t, block, S_out):
+    """:func:`residual_sums_into` for additive bases (:func:`_residual_part_additive`)."""
+    nparts = S_out.shape[0]
+    for part in prange(nparts):
+        _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
+                                span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
+                                block_offset, coef_t, block, S_out[part], part, nparts)
+    return S_out
+
+
+@njit(cache=True, error_model="numpy")
+def _residual_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                              coef_t, block, S_out):
+    """:func:`residual_sums_additive_into` on one thread."""
+    _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
+                            knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
+                            coef_t, block, S_out[0], 0, 1)
     return S_out
 
 
@@ -696,10 +1020,12 @@ def _f64(a, lo, hi):
     return np.ascontiguousarray(a[lo:hi], dtype=np.float64)
 
 
-def _labels(lab, n, lo, hi, n_labels, name):
+def _labels(lab, n, lo, hi, n_labels, name, check=True):
     if lab is None:
         return np.zeros(hi - lo, dtype=np.int64)
     part = np.asarray(lab[lo:hi])
+    if not check and part.dtype == np.int64:
+        return np.ascontiguousarray(part)
     if part.size and part.dtype.kind not in "iub":
         raise ValueError(f"`{name}` must hold integers; got dtype {part.dtype}")
     out = np.ascontiguousarray(part, dtype=np.int64)
@@ -732,7 +1058,8 @@ def spline_features(t, spec, quantized=False):
 
 
 def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound, spec,
-               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS):
+               group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS, check_labels=True,
+               u_columns=None):
     """Pass 1: per group, G_int = sum q q^T and B_int = sum q uq^T over the rows.
 
     Parameters
@@ -742,6 +1069,12 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     x_center, x_bound, y_center, y_bound : public, per column; u = clip((x - c) / b, -1, 1).
     spec : :class:`BasisSpec`.
     group : (n,) integers in [0, n_groups) (None: all rows in group 0).
+    check_labels : False skips the range check of an int64 ``group`` (for labels the
+        caller made, e.g. :func:`privci._private.block_labels`; out-of-range labels would
+        then write out of bounds).
+    u_columns : None (every group, every u column) or one (lo, hi) per group: group g's
+        cross-products only for the u columns lo..hi-1 (the others stay 0).  PrivGCM's
+        halves: x for half A, y for half B.
 
     Returns
     -------
@@ -761,11 +1094,25 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     nparts = _n_parts(n, ng * P * (P + pu) * 8)
     G = np.zeros((nparts, ng, P, P), dtype=np.int64)
     B = np.zeros((nparts, ng, P, pu), dtype=np.int64)
-    for lo, hi in _chunks(n, chunk_rows):
+    layout = _pair_layout(spec)
+    if u_columns is None:
+        ucols = np.tile(np.array([0, pu], dtype=np.int64), (ng, 1))
+    else:
+        ucols = np.array(u_columns, dtype=np.int64).reshape(-1, 2)
+        if ucols.shape[0] != ng or np.any(ucols[:, 0] < 0) or np.any(ucols[:, 1] > pu) or \
+                np.any(ucols[:, 0] > ucols[:, 1]):
+            raise ValueError(f"`u_columns` needs one (lo, hi) per group, 0 <= lo <= hi <= {pu}")
+    for lo, hi in _chunks(n, min(int(chunk_rows), FLOAT_ROWS)):
         k = min(_n_parts(hi - lo, 0), nparts)
-        kern = accumulate_into if k > 1 else _accumulate_serial
-        kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, _labels(group, n, lo, hi, ng, "group"), G[:k], B[:k])
+        args = (_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T,
+                *spec._arrays())
+        lab = _labels(group, n, lo, hi, ng, "group", check_labels)
+        if layout is not None:
+            kern = accumulate_additive_into if k > 1 else _accumulate_additive_serial
+            kern(*args, *layout, lab, ucols, G[:k], B[:k])
+        else:
+            kern = accumulate_into if k > 1 else _accumulate_serial
+            kern(*args, spec.n_runs, lab, ucols, G[:k], B[:k])
     G = G.sum(axis=0) if nparts > 1 else G[0]
     B = B.sum(axis=0) if nparts > 1 else B[0]
     iu = np.triu_indices(P, 1)
@@ -775,14 +1122,16 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
 
 
 def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
-                        spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS):
+                        spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS,
+                        check_labels=True):
     """Pass 2: block sums of the quantized residual products, (k, px * py) int64.
 
     With phi = q / 2^F, pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first),
     r = clip(uq / 2^F - pred, -1, 1) per column, and per row the products
     trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)) are added to row block[i] of the output,
     column a + px b.  ``coef_x`` (P, px), ``coef_y`` (P, py) are public; ``block`` (n,)
-    integers in [0, k).  Units 2^(-2F) (:func:`to_float`).
+    integers in [0, k) (``check_labels`` as in :func:`accumulate`).  Units 2^(-2F)
+    (:func:`to_float`).
     """
     z, x, y, n, px, py, pub = _inputs(z, x, y, z_center, z_scale, x_center, x_bound,
                                       y_center, y_bound, spec)
@@ -800,9 +1149,17 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         raise ValueError(f"`block` must have shape ({n},); got {block.shape}")
     nparts = _n_parts(n, k * px * py * 8)
     S = np.zeros((nparts, k, px * py), dtype=np.int64)
+    additive = not np.any(spec.block_col[:, 1] >= 0)
+    coef_t = np.ascontiguousarray(coef.T)
     for lo, hi in _chunks(n, chunk_rows):
         kk = min(_n_parts(hi - lo, 0), nparts)
-        kern = residual_sums_into if kk > 1 else _residual_serial
-        kern(_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T, *spec._arrays(),
-             spec.n_runs, coef, _labels(block, n, lo, hi, k, "block"), S[:kk])
+        args = (_f64(z, lo, hi), _f64(x, lo, hi), _f64(y, lo, hi), *pub, spec.T,
+                *spec._arrays())
+        lab = _labels(block, n, lo, hi, k, "block", check_labels)
+        if additive:
+            kern = residual_sums_additive_into if kk > 1 else _residual_additive_serial
+            kern(*args, coef_t, lab, S[:kk])
+        else:
+            kern = residual_sums_into if kk > 1 else _residual_serial
+            kern(*args, spec.n_runs, coef, lab, S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]

@@ -243,6 +243,11 @@ def finite(a):
     the finite numbers, so that no later step sees inf (and raises or warns on one
     neighbour only); the values are clipped to [-4, 4] by the spline basis anyway."""
     big = np.finfo(np.float64).max
+    a = np.asarray(a)
+    if a.ndim == 2 and a.dtype == np.float64:
+        # one compiled pass (the same values as the numpy expression below)
+        from ._kernels import finite_clip
+        return finite_clip(a, big, np.empty(a.shape))
     return np.ascontiguousarray(np.clip(np.nan_to_num(a, nan=0.0, posinf=big, neginf=-big),
                                         -big, big))
 
@@ -275,7 +280,7 @@ def shift_scale_z(inp, zc, zs):
     with quiet():
         if zc is not None and np.any(zc != 0):
             inp.za = finite(inp.za - zc)
-        if zs is not None:
+        if zs is not None and np.any(zs != 1):     # z / 1 is z: no copy
             inp.za = finite(inp.za / zs)
     return inp
 

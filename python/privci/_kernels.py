@@ -11,7 +11,9 @@ All kernels are compiled lazily on first call and cached on disk
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 # alternative codes shared by the kernels
 TWO_SIDED, GREATER, LESS = 0, 1, 2
@@ -329,4 +331,134 @@ def clip_scale(u, bound):
             elif v < -b:
                 v = -b
             out[i, c] = v / b
+    return out
+
+
+# --------------------------------------------------------------------------- block labels
+#
+# numpy's PCG64 (XSL-RR 128/64) and Generator.shuffle, step for step, so that the labels of
+# privci._private.block_labels are those of ``Generator.permutation`` on the same seed (the
+# twin in tests/test_kernels_speed.py checks this bit for bit); each chunk of rows has its
+# own generator, so the chunks run in parallel.
+
+_U32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S58 = np.uint64(58)
+_S63 = np.uint64(63)
+_PCG_MUL_HI = np.uint64(0x2360ED051FC65DA4)
+_PCG_MUL_LO = np.uint64(0x4385DF649FCCF645)
+
+
+@intrinsic
+def _lcg128(typingctx, hi, lo, inc_hi, inc_lo):
+    """(hi, lo) of (hi 2^64 + lo) M + (inc_hi 2^64 + inc_lo) mod 2^128, M = PCG64's
+    multiplier, in native 128-bit integer arithmetic."""
+    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64, types.uint64,
+                                          types.uint64)
+
+    def codegen(context, builder, sig, args):
+        i128 = ir.IntType(128)
+        i64 = ir.IntType(64)
+        sh = ir.Constant(i128, 64)
+
+        def join(h, l_):
+            return builder.or_(builder.shl(builder.zext(h, i128), sh), builder.zext(l_, i128))
+
+        state = join(args[0], args[1])
+        inc = join(args[2], args[3])
+        mul = ir.Constant(i128, (int(_PCG_MUL_HI) << 64) | int(_PCG_MUL_LO))
+        new = builder.add(builder.mul(state, mul), inc)
+        n_hi = builder.trunc(builder.lshr(new, sh), i64)
+        n_lo = builder.trunc(new, i64)
+        return context.make_tuple(builder, sig.return_type, [n_hi, n_lo])
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _pcg64_next(st):
+    """One draw of numpy's PCG64: st = [state_hi, state_lo, inc_hi, inc_lo] (uint64),
+    advanced in place (state = state * M + inc mod 2^128, then the XSL-RR output)."""
+    n_hi, n_lo = _lcg128(st[0], st[1], st[2], st[3])
+    st[0] = n_hi
+    st[1] = n_lo
+    rot = n_hi >> _S58
+    x = n_hi ^ n_lo
+    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
+
+
+@njit(cache=True)
+def _shuffle_mod(st, a, b, k, buf):
+    """buf[:b - a] = numpy's Generator(PCG64 with state st).permutation(arange(a, b) % k).
+
+    Generator.shuffle: for i = m - 1 .. 1, j = random_interval(i) (mask rejection on the
+    buffered 32-bit draws, as every i < 2^32 here), swap buf[i], buf[j].
+    """
+    m = b - a
+    lab = a % k
+    for i in range(m):
+        buf[i] = lab
+        lab += 1
+        if lab == k:
+            lab = 0
+    have = False
+    spare = np.uint64(0)
+    for i in range(m - 1, 0, -1):
+        mx = np.uint64(i)
+        mask = mx
+        mask |= mask >> np.uint64(1)
+        mask |= mask >> np.uint64(2)
+        mask |= mask >> np.uint64(4)
+        mask |= mask >> np.uint64(8)
+        mask |= mask >> np.uint64(16)
+        while True:
+            if have:
+                v = spare
+                have = False
+            else:
+                w = _pcg64_next(st)
+                spare = w >> _S32
+                have = True
+                v = w & _U32
+            v = v & mask
+            if v <= mx:
+                break
+        j = np.int64(v)
+        t = buf[i]
+        buf[i] = buf[j]
+        buf[j] = t
+
+
+@njit(parallel=True, cache=True)
+def block_labels_into(states, first, chunk, n, k, start, stop, out):
+    """Labels of rows [start, stop) into out: chunk c = first + row of ``states`` covers rows
+    [c chunk, min(n, (c + 1) chunk)) and is shuffled with its own generator state."""
+    nc = states.shape[0]
+    for ci in prange(nc):
+        c = first + ci
+        a = c * chunk
+        b = min(n, a + chunk)
+        st = states[ci].copy()
+        lo = max(a, start)
+        hi = min(b, stop)
+        if hi <= lo:
+            continue
+        buf = np.empty(b - a, dtype=np.int64)
+        _shuffle_mod(st, a, b, k, buf)
+        for i in range(lo, hi):
+            out[i - start] = buf[i - a]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def finite_clip(a, big, out):
+    """out = clip(nan_to_num(a, nan=0, posinf=big, neginf=-big), -big, big), one pass."""
+    n = a.shape[0]
+    m = a.shape[1]
+    for i in prange(n):
+        for j in range(m):
+            v = a[i, j]
+            v = 0.0 if v != v else v
+            v = v if v < big else big
+            out[i, j] = v if v > -big else -big
     return out

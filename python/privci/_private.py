@@ -73,15 +73,19 @@ def block_labels(n, n_blocks, entropy, start=0, stop=None):
     """
     stop = n if stop is None else stop
     out = np.empty(stop - start, dtype=np.int64)
-    first, last = start // _LABEL_CHUNK, (max(stop, start + 1) - 1) // _LABEL_CHUNK
-    for c in range(first, last + 1):
-        a, b = c * _LABEL_CHUNK, min(n, (c + 1) * _LABEL_CHUNK)
-        gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))))
-        lab = gen.permutation(np.arange(a, b, dtype=np.int64) % n_blocks)
-        lo, hi = max(a, start), min(b, stop)
-        if hi > lo:
-            out[lo - start:hi - start] = lab[lo - a:hi - a]
-    return out
+    if stop <= start:
+        return out
+    first, last = start // _LABEL_CHUNK, (stop - 1) // _LABEL_CHUNK
+    # each chunk's generator state (the shuffle itself runs compiled, chunks in parallel,
+    # with numpy's PCG64 and Generator.shuffle step for step: the same labels)
+    states = np.empty((last - first + 1, 4), dtype=np.uint64)
+    mask = (1 << 64) - 1
+    for i, c in enumerate(range(first, last + 1)):
+        st = np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))).state["state"]
+        states[i] = (st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask)
+    from ._kernels import block_labels_into
+    return block_labels_into(states, first, _LABEL_CHUNK, int(n), int(n_blocks), int(start),
+                             int(stop), out)
 
 
 def block_counts(n, n_blocks):

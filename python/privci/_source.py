@@ -66,21 +66,33 @@ def spline_pass1(xb, yb, zb, spec, start, stop):
     contributes zero sums), with the half split of the partition's global rows."""
     from . import _spline as S
     from ._private import block_labels
+    design, zb = spec["design"], np.ascontiguousarray(zb)
     with quiet():
+        if spec["means"] is None and S._fast(design, stop - start):
+            # additive designs without re-centring: the fused kernels clip and scale x and y
+            # themselves (the same values as scaled_block), so no scaled copy U is made
+            group = block_labels(spec["n"], 2, spec["entropy"], start, stop)   # 0: A, 1: B
+            return S._stats_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
+                                 *spec["scaling"], group, design)
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
         half = block_labels(spec["n"], 2, spec["entropy"], start, stop) == 0
-        return S.partition_stats(np.ascontiguousarray(zb), U, half, spec["design"], spec["p"])
+        return S.partition_stats(zb, U, half, design, spec["p"])
 
 
 def spline_pass2(xb, yb, zb, spec, start, stop):
     """Pass 2 on one partition: exact partial block sums of the residual products."""
     from . import _spline as S
     from ._private import block_labels
+    design, zb = spec["design"], np.ascontiguousarray(zb)
     with quiet():
-        U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
         labels = block_labels(spec["n"], spec["k"], spec["entropy"], start, stop)
-        return S.partition_block_sums(np.ascontiguousarray(zb), U, labels, spec["design"],
-                                      spec["coef_x"], spec["coef_y"], spec["p"], spec["k"])
+        if spec["means"] is None and S._fast(design, stop - start):
+            return S._sums_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
+                                *spec["scaling"], labels, design, spec["coef_x"],
+                                spec["coef_y"], spec["k"])
+        U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
+        return S.partition_block_sums(zb, U, labels, design, spec["coef_x"], spec["coef_y"],
+                                      spec["p"], spec["k"])
 
 
 class MemorySource:

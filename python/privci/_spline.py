@@ -493,14 +493,8 @@ def partition_stats(t, U, half, design, p):
     q = U.shape[1] - p
     m = t.shape[0]
     if _fast(design, m):
-        from ._basis_kernels import accumulate
-        spec, keep = _kernel_spec(design.d, design.rich_intervals)
         group = np.where(np.asarray(half, dtype=bool), 0, 1).astype(np.int64)
-        G, B = accumulate(np.ascontiguousarray(t, dtype=np.float64),
-                          np.ascontiguousarray(U[:, :p]), np.ascontiguousarray(U[:, p:]),
-                          0.0, 1.0, 0.0, 1.0, 0.0, 1.0, spec, group=group, n_groups=2)
-        ix = np.ix_(keep, keep)
-        return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
+        return _stats_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, group, design)
     acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
            np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
     step = min(CHUNK, _EXACT_ROWS)
@@ -514,6 +508,36 @@ def partition_stats(t, U, half, design, p):
             acc[2 * g] += _exact_sum([(ph.T @ ph)[iu]])
             acc[2 * g + 1] += _exact_sum([ph.T @ u[rows, cols]])
     return tuple(acc)
+
+
+def _stats_rows(t, x, y, xc, xb, yc, yb, group, design):
+    """:func:`partition_stats` of an additive design from the raw x, y columns, in one
+    fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1, 1),
+    the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly, then
+    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B."""
+    from ._basis_kernels import accumulate
+    spec, keep = _kernel_spec(design.d, design.rich_intervals)
+    p = x.shape[1]
+    q = y.shape[1]
+    G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group, n_groups=2,
+                      check_labels=False, u_columns=((0, p), (p, p + q)))
+    pr = design.n_features()
+    iu = np.triu_indices(pr)
+    ix = np.ix_(keep, keep)
+    return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
+
+
+def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k):
+    """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
+    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k)."""
+    from ._basis_kernels import residual_block_sums
+    spec, keep = _kernel_spec(design.d, design.rich_intervals)
+    full_x = np.zeros((spec.n_features, x.shape[1]))
+    full_y = np.zeros((spec.n_features, y.shape[1]))
+    full_x[keep] = coef_x
+    full_y[keep] = coef_y
+    return residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
+                               labels, k, check_labels=False)
 
 
 def _to_float(a):
@@ -596,17 +620,12 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
     q = U.shape[1] - p
     m = t.shape[0]
     if _fast(design, m):
-        from ._basis_kernels import residual_block_sums
-        spec, keep = _kernel_spec(design.d, design.rich_intervals)
-        full_x = np.zeros((spec.n_features, p))
-        full_y = np.zeros((spec.n_features, q))
-        full_x[keep] = coef_x
-        full_y[keep] = coef_y
-        return residual_block_sums(np.ascontiguousarray(t, dtype=np.float64),
-                                   np.ascontiguousarray(U[:, :p]),
-                                   np.ascontiguousarray(U[:, p:]), 0.0, 1.0, 0.0, 1.0, 0.0,
-                                   1.0, spec, full_x, full_y,
-                                   np.asarray(labels, dtype=np.int64), k)
+        lab = np.asarray(labels)
+        if lab.shape != (m,) or lab.dtype.kind not in "iu" or (
+                m and (lab.min() < 0 or lab.max() >= k)):
+            raise ValueError(f"`labels` must be {m} integers in [0, {k})")
+        return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0,
+                          lab.astype(np.int64, copy=False), design, coef_x, coef_y, k)
     out = np.zeros((k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
