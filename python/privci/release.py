@@ -485,11 +485,16 @@ class ReleasedTable:
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
+        return self._answer(i, j, S, responses, QUADRATIC_MAX_S)
+
+    def _answer(self, i, j, S, responses, quadratic_max_s):
+        """:meth:`test` with the largest |S| that gets the squared responses as a parameter
+        (PC's dependence veto asks the squared pairs at larger |S|; post-processing)."""
         a, b, ss = self._key(i, j, S)
         # the squares' conditional means given two or more columns have interactions the
         # additive fit cannot model (x = z1 + z2 + e: E[x^2 | z] has 2 z1 z2), which biases
         # the squared pairs under the null: there only the linear pair is tested
-        powers = _RESPONSES[responses] if len(ss) <= QUADRATIC_MAX_S else _RESPONSES["linear"]
+        powers = _RESPONSES[responses] if len(ss) <= quadratic_max_s else _RESPONSES["linear"]
         m = len(powers)
         nr = 2 * m
         # the pairs with at most one squared response: (u_i, u_j), (u_i^2, u_j), (u_i, u_j^2)
@@ -762,7 +767,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
 
 _UNTRUSTED = ("keep", "use")
 RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
-                      "power_rule")
+                      "power_rule", "quadratic_veto")
 DEFAULT_POWER_RULE = 0.3
 
 
@@ -791,7 +796,8 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
                 budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
-                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE):
+                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE,
+                quadratic_veto=True):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
@@ -814,6 +820,9 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
                            untrusted=untrusted, responses=responses, auto_share=auto_share,
                            power_rule=power_rule)
+    if not isinstance(quadratic_veto, bool):
+        raise ValueError(f"`quadratic_veto` must be True or False; got {quadratic_veto!r} "
+                         "instead.")
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
@@ -823,7 +832,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
                     budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
     del X
-    pvalues, flagged, weak = {}, set(), set()
+    pvalues, flagged, weak, vetoed = {}, set(), set(), set()
 
     def ask(i, j, s):
         key = (i, j, tuple(sorted(s)))
@@ -834,7 +843,15 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                 flagged.add(key)
             if power_rule is not None and not res.detectable_correlation <= power_rule:
                 weak.add(key)
-        may_remove = not (key in flagged and untrusted == "keep") and key not in weak
+            if (quadratic_veto and responses == "quadratic" and len(s) > QUADRATIC_MAX_S
+                    and res.pvalue > alpha):
+                # the dependence veto: the squared pairs, not tested at this |S| (their
+                # level is not kept there), may still show a dependence the linear pair
+                # cannot see (y = x^2); they can only keep an edge, never remove one
+                if table._answer(i, j, list(s), "quadratic", len(s)).pvalue <= alpha:
+                    vetoed.add(key)
+        may_remove = (not (key in flagged and untrusted == "keep") and key not in weak
+                      and key not in vetoed)
         return pvalues[key], may_remove
 
     adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
