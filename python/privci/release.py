@@ -768,7 +768,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
 _UNTRUSTED = ("keep", "use")
 RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
                       "power_rule", "quadratic_veto")
-DEFAULT_POWER_RULE = 0.3
+DEFAULT_POWER_RULE = 0.45
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
