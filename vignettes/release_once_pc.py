@@ -35,6 +35,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -335,6 +336,7 @@ def main(argv=None):
     ap.add_argument("--sems", nargs="+", default=["linear", "nonlinear"])
     ap.add_argument("--methods", nargs="+", default=["nonprivate", "release", "per-test"])
     args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")   # the per-test path warns about its tiny epsilons
     if args.quick:
         args.reps, args.graphs, args.n = 10, 2, 3000
         args.eps, args.kinds, args.sizes = [5.0], ["linear", "nonlinear"], [0, 1]
