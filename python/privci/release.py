@@ -767,8 +767,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
 
 _UNTRUSTED = ("keep", "use")
 RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
-                      "power_rule", "quadratic_veto")
+                      "power_rule", "quadratic_veto", "plan_orders")
 DEFAULT_POWER_RULE = 0.45
+PLAN_MARGIN = 1.5            # plan_orders: skip orders planned above 1.5 x power_rule
+PLAN_DRAWS = 3
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
@@ -797,7 +799,7 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
                 budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
                 responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE,
-                quadratic_veto=True):
+                quadratic_veto=True, plan_orders=True):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
@@ -820,9 +822,9 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
                            untrusted=untrusted, responses=responses, auto_share=auto_share,
                            power_rule=power_rule)
-    if not isinstance(quadratic_veto, bool):
-        raise ValueError(f"`quadratic_veto` must be True or False; got {quadratic_veto!r} "
-                         "instead.")
+    for name, value in (("quadratic_veto", quadratic_veto), ("plan_orders", plan_orders)):
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be True or False; got {value!r} instead.")
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
@@ -854,7 +856,21 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                       and key not in vetoed)
         return pvalues[key], may_remove
 
-    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
+    planned_top = top
+    if plan_orders and power_rule is not None and top >= 0:
+        # the public rule from privci.plan: an order whose best-case detectable partial
+        # correlation (independent standard-normal columns, 4-sd bounds, this n, epsilon and
+        # V) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it and the
+        # orders above it are not asked (public numbers only: no effect on privacy)
+        from .plan import plan_pc
+        pl = plan_pc(n, p, eps - table.auto_epsilon, power_rule=PLAN_MARGIN * power_rule,
+                     max_order=top, knots=knots, draws=PLAN_DRAWS)
+        planned_top = -1
+        for o in pl.orders:
+            if not o["resolvable"]:
+                break
+            planned_top = o["order"]
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=planned_top)
     directed = _orient(adj, sepsets)
     guarantee = (f"one {eps:g}-DP release (privci.release: "
                  + (f"private centres/bounds with {table.auto_epsilon:g}, then " if
@@ -868,6 +884,13 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
+    if planned_top < top:
+        caveats.append((f"conditioning sets of size > {planned_top}" if planned_top >= 0
+                        else "no conditioning set (not even the empty one)")
+                       + " were not tested: privci.plan_pc says their "
+                       f"tests cannot detect a partial correlation of {PLAN_MARGIN:g} x "
+                       f"power_rule at n={n}, epsilon={eps - table.auto_epsilon:g}, {p} "
+                       "columns (edges that need them stay).")
     if weak:
         caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
                        f"{power_rule:g} (power rule, released values only); they never removed "
