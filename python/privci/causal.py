@@ -521,6 +521,9 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
     - ``method="per-test"``: every test is a PrivGCM test (or ``test``), charged
       to a :class:`~privci.budget.PrivacyBudget` of total ``epsilon`` before it
       reads the data, with epsilon split over the tests by ``split``.
+    - ``method="sieve"``: a sparse-vector sieve in the style of Priv-PC (Wang,
+      Pang and Song 2020) that pays only for the tests flagged as removals,
+      each followed by a fresh noisy examination (Notes).
 
     Parameters
     ----------
@@ -540,7 +543,7 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         only).
     alpha : float, default 0.05
         Level of each test.
-    method : {"release", "per-test"}, default "release"
+    method : {"release", "per-test", "sieve"}, default "release"
     rng : None, int or numpy Generator
         None: hardened OpenDP noise.  Given: reproducible numpy noise
         (simulations only).
@@ -565,7 +568,11 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         :meth:`privci.ReleasedTable.test`), ``untrusted`` (``"keep"`` or
         ``"use"``), ``power_rule`` (default 0.45, or None; Notes), ``quadratic_veto``
         (default True; Notes) and
-        ``auto_share``.  ``method="per-test"``: options of the test, e.g. for
+        ``auto_share``; ``plan_orders`` (default True; Notes).
+        ``method="sieve"``: ``block_rows`` (default 100), ``max_removals``
+        (default p (p - 1) / 2), ``examine_share`` (default 0.2),
+        ``threshold`` (default 0.5), ``knots`` (default 4) and ``responses``.
+        ``method="per-test"``: options of the test, e.g. for
         PrivGCM's default spline fit public ``z_center`` / ``z_scale``
         (without them every conditional test spends 10% of its epsilon
         releasing them), or ``regression="krr"`` with ``ridge_lambda`` and
@@ -622,8 +629,30 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
     epsilon for later orders; the budget's filter guarantees the total is
     never exceeded (fully adaptive composition).  The per-test path needs
     much more epsilon than the release for the same graph (the documentation
-    page "Private causal discovery" has the measured F1).  Priv-PC's
-    sieve-and-examine (sparse-vector screening) is not implemented.
+    page "Private causal discovery" has the measured F1).
+
+    *Planned orders* (``method="release"``, ``plan_orders=True``).  Before the
+    search, :func:`privci.plan_pc` (public numbers only: n, epsilon, p, knots)
+    gives each conditioning-set size's best-case detectable correlation;
+    sizes from the first one above 1.5 x ``power_rule`` on are not asked
+    (their tests could not remove an edge; a caveat says so).
+
+    *The sieve* (``method="sieve"``).  Rows are split by position into
+    k = n // block_rows public blocks; the query of (i, j | S) is the share q
+    of blocks whose own (non-private) hat-basis partial-correlation test has
+    p > alpha, of sensitivity 1/k (one row changes one block's vote).
+    AboveThreshold (Dwork and Roth 2014, Thm 3.23): a noisy threshold
+    ``threshold`` + Lap(2/(k eps_1)), and per question, in PC-stable's order,
+    q + Lap(4/(k eps_1)); the first question above it ends the instance,
+    which is eps_1-DP for all its answers.  That question is examined with a
+    fresh Laplace vote q + Lap(1/(k eps_2)) >= ``threshold`` (eps_2-DP), which
+    removes the edge; then a new instance starts.  With c = ``max_removals``
+    and s = ``examine_share``, eps_1 = (1 - s) epsilon / c and
+    eps_2 = s epsilon / c; each instance and each examination is charged
+    before it runs to a budget of ``epsilon`` (sequential composition under a
+    privacy filter), so the total is at most c (eps_1 + eps_2) = epsilon;
+    questions no instance can pay for keep their edges untouched.  The graph
+    is post-processing: the run is epsilon-DP under replacement of one row.
 
     Examples
     --------
