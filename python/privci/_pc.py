@@ -14,6 +14,7 @@ from typing import Tuple
 
 import numpy as np
 
+from . import _validation as V
 from .budget import PrivacyBudget
 
 __all__ = ["PCResult"]
@@ -277,3 +278,33 @@ def _orient(adj, sepsets):
                     orient(a, b)
                     changed = True
     return g
+
+
+# --- the sieve's public split (privci.causal.pc(method="sieve"), privci.plan_pc) --------
+
+SIEVE_OPTIONS = ("block_rows", "max_removals", "examine_share", "threshold", "knots",
+                 "responses")
+SIEVE_BLOCK_ROWS = 100
+SIEVE_KNOTS = 4
+SIEVE_THRESHOLD = 0.5
+SIEVE_EXAMINE_SHARE = 0.2
+
+
+def sieve_epsilons(epsilon, max_removals, examine_share=SIEVE_EXAMINE_SHARE):
+    """The sieve's public split: each of ``max_removals`` (sieve, examination) rounds gets
+    ``epsilon / max_removals``, of which ``examine_share`` pays the examination.
+
+    Examples
+    --------
+    >>> split = sieve_epsilons(5.0, 10, 0.2)
+    >>> round(split["sieve"], 9), round(split["examine"], 9), split["rounds"]
+    (0.4, 0.1, 10)
+    """
+    eps = V.positive_finite(epsilon, "epsilon")
+    c = V.check_int(max_removals, "max_removals", 1)
+    share = float(examine_share)
+    per = eps / c
+    # round down on the grid 2^-40 so that c rounds never exceed epsilon in floating point
+    e1 = math.floor(per * (1.0 - share) * 2.0 ** 40) / 2.0 ** 40
+    e2 = math.floor(per * share * 2.0 ** 40) / 2.0 ** 40
+    return {"sieve": e1, "examine": e2, "rounds": c}

@@ -494,6 +494,8 @@ class PrivateCITest:
 # --- the package's own PC (graph steps and result: privci._pc) -------------------------
 
 from ._pc import PCResult, _candidate_sets, _count_sets, _orient, _pc_skeleton  # noqa: E402
+from ._pc import (SIEVE_BLOCK_ROWS, SIEVE_EXAMINE_SHARE, SIEVE_KNOTS,  # noqa: E402,F401
+                  SIEVE_OPTIONS, SIEVE_THRESHOLD, sieve_epsilons)
 
 PCResult.__module__ = __name__   # public here: privci.causal.PCResult
 
@@ -1088,14 +1090,6 @@ def tigramite_ci_test(*, budget=None, bounds=None, centers=0.0, **options):
 
 # --- Priv-PC-style sparse-vector sieve ------------------------------------------------------
 
-SIEVE_OPTIONS = ("block_rows", "max_removals", "examine_share", "threshold", "knots",
-                 "responses")
-SIEVE_BLOCK_ROWS = 100
-SIEVE_KNOTS = 4
-SIEVE_THRESHOLD = 0.5
-SIEVE_EXAMINE_SHARE = 0.2
-
-
 def _check_sieve_options(n, p, *, block_rows=SIEVE_BLOCK_ROWS, max_removals=None,
                          examine_share=SIEVE_EXAMINE_SHARE, threshold=SIEVE_THRESHOLD,
                          knots=SIEVE_KNOTS, responses="quadratic"):
@@ -1293,22 +1287,3 @@ def _pc_sieve(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_o
                     n_tests=len(asked), refused=(), epsilon=eps_total, alpha=float(alpha),
                     budget=run_budget, guarantee=guarantee, caveats=tuple(caveats))
 
-
-def sieve_epsilons(epsilon, max_removals, examine_share=SIEVE_EXAMINE_SHARE):
-    """The sieve's public split: each of ``max_removals`` (sieve, examination) rounds gets
-    ``epsilon / max_removals``, of which ``examine_share`` pays the examination.
-
-    Examples
-    --------
-    >>> split = sieve_epsilons(5.0, 10, 0.2)
-    >>> round(split["sieve"], 9), round(split["examine"], 9), split["rounds"]
-    (0.4, 0.1, 10)
-    """
-    eps = V.positive_finite(epsilon, "epsilon")
-    c = V.check_int(max_removals, "max_removals", 1)
-    share = float(examine_share)
-    per = eps / c
-    # round down on the grid 2^-40 so that c rounds never exceed epsilon in floating point
-    e1 = math.floor(per * (1.0 - share) * 2.0 ** 40) / 2.0 ** 40
-    e2 = math.floor(per * share * 2.0 ** 40) / 2.0 ** 40
-    return {"sieve": e1, "examine": e2, "rounds": c}

@@ -466,57 +466,6 @@ class PCPlan:
         return "\n".join(lines)
 
 
-def _hat_moments(knots, bound_sd=4.0, grid=4001):
-    """E[h_k(u) h_l(u)] and E[h_k(u)] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
-    from .release import hat_features
-    x = np.linspace(-8.0, 8.0, grid)
-    w = np.exp(-0.5 * x * x)
-    w /= w.sum()
-    H = hat_features(np.clip(x / bound_sd, -1.0, 1.0), knots).astype(float) / 65536.0
-    return (H * w[:, None]).T @ H, w @ H
-
-
-def _release_orders(n, V_, epsilon, knots, alpha, power_rule, top, effect, draws, rng):
-    from scipy.special import ndtr
-    from .release import ReleasedTable, release_sensitivity
-    K1 = knots + 1
-    m2, m1 = _hat_moments(knots)
-    pf = V_ * K1
-    E = np.outer(np.tile(m1, V_), np.tile(m1, V_))
-    for v in range(V_):
-        E[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1] = m2
-    sens = release_sensitivity(V_)
-    scale = sens / epsilon
-    gen = np.random.default_rng(rng)
-    dets = np.zeros((draws, top + 1))
-    untrusted = np.zeros((draws, top + 1))
-    iu = np.triu_indices(pf)
-    for d in range(draws):
-        g = np.zeros((pf, pf))
-        g[iu] = n * E[iu] + gen.laplace(0.0, scale, iu[0].size)
-        g = g + np.triu(g, 1).T
-        tab = ReleasedTable(grams=g[None], names=list(range(V_)), bounds=np.full(V_, 4.0),
-                            centers=np.zeros(V_), knots=knots, block_rows=[n],
-                            epsilon=epsilon, sensitivity=sens, noise_scale=scale,
-                            mechanism="planning draw", hardened=False,
-                            charge_statement="planning draw (synthetic, public)",
-                            boot_seed=int(gen.integers(2 ** 31)))
-        for o in range(top + 1):
-            res = tab.test(0, 1, list(range(2, 2 + o)))
-            dets[d, o] = res.detectable_correlation
-            untrusted[d, o] = not res.trusted
-    out = []
-    zq = 1.959964
-    for o in range(top + 1):
-        det = float(np.median(dets[:, o]))
-        resolvable = bool(np.isfinite(det) and (power_rule is None or det <= power_rule)
-                          and np.mean(untrusted[:, o]) < 0.5)
-        pw = float(ndtr(zq * (effect / det - 1.0))) if np.isfinite(det) and det > 0 else 0.0
-        out.append({"order": o, "detectable_correlation": det, "resolvable": resolvable,
-                    "power": pw, "untrusted": float(np.mean(untrusted[:, o]))})
-    return out, scale
-
-
 def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule="default",
             max_order=None, effect=0.3, knots=None, block_rows=None, max_removals=None,
             draws=5, rng=0):
@@ -598,14 +547,15 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
         K = DEFAULT_KNOTS if knots is None else V.check_int(knots, "knots", 1)
         if K > 64:
             raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
-        orders, scale = _release_orders(n_, V_, eps, K, alpha, pr, top, float(effect),
-                                        int(draws), rng)
+        from .release import _planned_orders
+        orders, scale = _planned_orders(n_, V_, eps, K, pr, top, float(effect), int(draws),
+                                        rng)
         per_q = eps
         details = (f"one release, Laplace scale {scale:.3g} per Gram entry "
                    f"((V^2 + V) / epsilon); queries are free; power rule {pr}; "
                    "independent standard-normal columns with 4-sd bounds (best case)")
     elif method == "sieve":
-        from .causal import SIEVE_BLOCK_ROWS, SIEVE_EXAMINE_SHARE, SIEVE_KNOTS, \
+        from ._pc import SIEVE_BLOCK_ROWS, SIEVE_EXAMINE_SHARE, SIEVE_KNOTS, \
             SIEVE_THRESHOLD, sieve_epsilons
         m = SIEVE_BLOCK_ROWS if block_rows is None else V.check_int(block_rows, "block_rows", 10)
         c = V_ * (V_ - 1) // 2 if max_removals is None else V.check_int(

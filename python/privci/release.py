@@ -763,6 +763,58 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                          auto_epsilon=eps_auto)
 
 
+def _hat_moments(knots, bound_sd=4.0, grid=4001):
+    """E[h_k(u) h_l(u)] and E[h_k(u)] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
+    x = np.linspace(-8.0, 8.0, grid)
+    w = np.exp(-0.5 * x * x)
+    w /= w.sum()
+    H = hat_features(np.clip(x / bound_sd, -1.0, 1.0), knots).astype(float) / 65536.0
+    return (H * w[:, None]).T @ H, w @ H
+
+
+def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
+    """Planning draws for :func:`privci.plan_pc`: the expected Gram matrix of independent
+    standard-normal columns (4-sd bounds) plus the release's noise; per order the median
+    detectable correlation, resolvability under ``power_rule`` and the power at ``effect``."""
+    from scipy.special import ndtr
+    K1 = knots + 1
+    m2, m1 = _hat_moments(knots)
+    pf = V_ * K1
+    E = np.outer(np.tile(m1, V_), np.tile(m1, V_))
+    for v in range(V_):
+        E[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1] = m2
+    sens = release_sensitivity(V_)
+    scale = sens / epsilon
+    gen = np.random.default_rng(rng)
+    dets = np.zeros((draws, top + 1))
+    untrusted = np.zeros((draws, top + 1))
+    iu = np.triu_indices(pf)
+    for d in range(draws):
+        g = np.zeros((pf, pf))
+        g[iu] = n * E[iu] + gen.laplace(0.0, scale, iu[0].size)
+        g = g + np.triu(g, 1).T
+        tab = ReleasedTable(grams=g[None], names=list(range(V_)), bounds=np.full(V_, 4.0),
+                            centers=np.zeros(V_), knots=knots, block_rows=[n],
+                            epsilon=epsilon, sensitivity=sens, noise_scale=scale,
+                            mechanism="planning draw", hardened=False,
+                            charge_statement="planning draw (synthetic, public)",
+                            boot_seed=int(gen.integers(2 ** 31)))
+        for o in range(top + 1):
+            res = tab.test(0, 1, list(range(2, 2 + o)))
+            dets[d, o] = res.detectable_correlation
+            untrusted[d, o] = not res.trusted
+    out = []
+    zq = 1.959964
+    for o in range(top + 1):
+        det = float(np.median(dets[:, o]))
+        resolvable = bool(np.isfinite(det) and (power_rule is None or det <= power_rule)
+                          and np.mean(untrusted[:, o]) < 0.5)
+        pw = float(ndtr(zq * (effect / det - 1.0))) if np.isfinite(det) and det > 0 else 0.0
+        out.append({"order": o, "detectable_correlation": det, "resolvable": resolvable,
+                    "power": pw, "untrusted": float(np.mean(untrusted[:, o]))})
+    return out, scale
+
+
 # --- private PC on one release ----------------------------------------------------------
 
 _UNTRUSTED = ("keep", "use")
@@ -862,11 +914,10 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
         # correlation (independent standard-normal columns, 4-sd bounds, this n, epsilon and
         # V) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it and the
         # orders above it are not asked (public numbers only: no effect on privacy)
-        from .plan import plan_pc
-        pl = plan_pc(n, p, eps - table.auto_epsilon, power_rule=PLAN_MARGIN * power_rule,
-                     max_order=top, knots=knots, draws=PLAN_DRAWS)
+        orders, _ = _planned_orders(n, p, eps - table.auto_epsilon, int(knots),
+                                    PLAN_MARGIN * power_rule, top, 0.3, PLAN_DRAWS, 0)
         planned_top = -1
-        for o in pl.orders:
+        for o in orders:
             if not o["resolvable"]:
                 break
             planned_top = o["order"]
