@@ -26,7 +26,7 @@
 #         --methods nonprivate release --tag heldout4242_eps5      # the F1 check
 #     python vignettes/release_once_pc.py pc --p 5 8 --seed 4242 --graphs 20 \
 #         --eps 0.5 1 2 5 10 --methods nonprivate release sieve --tag table4242
-#     python vignettes/release_once_pc.py pc --p 5 8 --seed 4242 --graphs 10 \
+#     python vignettes/release_once_pc.py pc --p 5 8 --seed 4242 --graphs 20 \
 #         --eps 0.5 1 2 5 10 --methods per-test --tag table4242_pertest
 #
 # The pc study compares non-private PC (the same test on the exact, noise-free
