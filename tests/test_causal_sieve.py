@@ -111,3 +111,21 @@ def test_sieve_outer_budget_charged_once():
 def test_unknown_method_names_sieve():
     with pytest.raises(ValueError, match="sieve"):
         pc(chain(n=500), method="priv-pc", epsilon=1.0, bounds=4.0)
+
+
+def test_adapter_table_path_applies_the_dependence_veto():
+    """With table=, a question with |S| >= 2 answers min(linear pair, squared pairs)."""
+    import privci
+    from privci.causal import PrivateCITest
+    rng = np.random.default_rng(7)
+    n = 6000
+    z1, z2 = rng.normal(size=n), rng.normal(size=n)
+    x = rng.normal(size=n)
+    y = x * x - 1 + 0.5 * z1 + 0.5 * rng.normal(size=n)      # no correlation with x
+    X = np.column_stack([x, y, z1, z2]) / np.array([1.0, 2.0, 1.0, 1.0])
+    tab = privci.release(X, epsilon=50.0, bounds=4.0, rng=3)
+    lin = tab.test(0, 1, [2, 3]).pvalue
+    quad = tab._answer(0, 1, [2, 3], "quadratic", 2).pvalue
+    eng = PrivateCITest(X, table=tab, power_rule=None)
+    assert eng.pvalue(0, 1, (2, 3)) == pytest.approx(min(lin, quad))
+    assert quad < 0.05 < lin        # the veto keeps this edge
