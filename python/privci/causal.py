@@ -636,8 +636,9 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
     *Planned orders* (``method="release"``, ``plan_orders=True``).  Before the
     search, :func:`privci.plan_pc` (public numbers only: n, epsilon, p, knots)
     gives each conditioning-set size's best-case detectable correlation;
-    sizes from the first one above 1.5 x ``power_rule`` on are not asked
-    (their tests could not remove an edge; a caveat says so).
+    sizes >= 1 from the first one above 1.5 x ``power_rule`` on are not
+    asked (their tests could not remove an edge; a caveat says so), and none
+    above 0 when order 0 is above it.  Order 0 is always asked.
 
     *The sieve* (``method="sieve"``).  Rows are split by position into
     k = n // block_rows public blocks; the query of (i, j | S) is the share q

@@ -910,15 +910,16 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
 
     planned_top = top
     if plan_orders and power_rule is not None and top >= 0:
-        # the public rule from privci.plan: an order whose best-case detectable partial
+        # the public rule from privci.plan: an order >= 1 whose best-case detectable partial
         # correlation (independent standard-normal columns, 4-sd bounds, this n, epsilon and
         # V) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it and the
-        # orders above it are not asked (public numbers only: no effect on privacy)
+        # orders above it are not asked (public numbers only: no effect on privacy).  Order
+        # 0 is always asked; when it is not resolvable, nothing above it is.
         orders, _ = _planned_orders(n, p, eps - table.auto_epsilon, int(knots),
                                     PLAN_MARGIN * power_rule, top, 0.3, PLAN_DRAWS, 0)
-        planned_top = -1
-        for o in orders:
-            if not o["resolvable"]:
+        planned_top = 0          # order 0 (p (p - 1) / 2 tests) is always asked
+        for o in orders[1:]:
+            if not (orders[0]["resolvable"] and o["resolvable"]):
                 break
             planned_top = o["order"]
     adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=planned_top)
@@ -936,9 +937,8 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
     if planned_top < top:
-        caveats.append((f"conditioning sets of size > {planned_top}" if planned_top >= 0
-                        else "no conditioning set (not even the empty one)")
-                       + " were not tested: privci.plan_pc says their "
+        caveats.append(f"conditioning sets of size > {planned_top} were not tested: "
+                       "privci.plan_pc says their "
                        f"tests cannot detect a partial correlation of {PLAN_MARGIN:g} x "
                        f"power_rule at n={n}, epsilon={eps - table.auto_epsilon:g}, {p} "
                        "columns (edges that need them stay).")
