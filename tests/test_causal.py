@@ -538,10 +538,29 @@ def test_power_rule_keeps_edges_that_no_adequate_test_removed():
     a, b = rng.normal(size=n), rng.normal(size=n)
     c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
     X = np.column_stack([a, b, c, rng.normal(size=n)])
-    low = pc(X, epsilon=0.2, bounds=4.0, rng=1)
+    from privci.release import DEFAULT_POWER_RULE
+    low = pc(X, epsilon=0.2, bounds=4.0, rng=1, plan_orders=False)
     assert any("power rule" in c for c in low.caveats)
     assert low.adjacency.sum() >= pc(X, epsilon=0.2, bounds=4.0, rng=1,
                                      power_rule=None).adjacency.sum()
-    # every removal was made by a test that could see a partial correlation of 0.3
+    # every removal was made by a test that could see a partial correlation of 0.45
     for (i, j), s in low.sepsets.items():
-        assert low.table.test(i, j, list(s)).detectable_correlation <= 0.3
+        assert low.table.test(i, j, list(s)).detectable_correlation <= DEFAULT_POWER_RULE
+    # plan_orders (default): plan_pc says no order is resolvable here, so only order 0
+    planned = pc(X, epsilon=0.2, bounds=4.0, rng=1)
+    assert planned.n_tests == 6 and {len(k[2]) for k in planned.pvalues} == {0}
+    assert any("plan_pc" in c for c in planned.caveats)
+
+
+def test_plan_orders_skips_only_unresolvable_orders():
+    from privci.plan import plan_pc
+    from privci.release import DEFAULT_POWER_RULE, PLAN_MARGIN
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(10_000, 8))
+    res = pc(X, epsilon=2.0, bounds=4.0, rng=1)
+    pl = plan_pc(10_000, 8, 2.0, power_rule=PLAN_MARGIN * DEFAULT_POWER_RULE, max_order=6,
+                 draws=3)
+    last = max(o["order"] for o in pl.orders if o["resolvable"])
+    assert max(len(k[2]) for k in res.pvalues) <= last
+    with pytest.raises(ValueError, match="plan_orders"):
+        pc(X, epsilon=2.0, bounds=4.0, plan_orders="yes")

@@ -30,6 +30,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "plan_pc":   # the PC planner (issue 24), lazily with privci.plan
+        from .plan import plan_pc
+
+        return plan_pc
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
@@ -43,4 +47,4 @@ __all__ = [
 # release once, test many (issue 24)
 from .release import ReleasedTable, release  # noqa: E402
 
-__all__ += ["release", "ReleasedTable"]
+__all__ += ["release", "ReleasedTable", "plan_pc"]

@@ -14,6 +14,7 @@ from typing import Tuple
 
 import numpy as np
 
+from . import _validation as V
 from .budget import PrivacyBudget
 
 __all__ = ["PCResult"]
@@ -88,6 +89,85 @@ class PCResult:
                 elif g[i, j] != 0:
                     out.append((self.names[i], "--", self.names[j]))
         return out
+
+    def plot(self, ax=None):
+        """Draw the estimated graph next to the budget ledger (matplotlib, imported lazily).
+
+        Left: the nodes on a circle, one line per edge of the CPDAG (an arrowhead for a
+        directed edge).  Right: one bar per ledger record (the release, or each charged
+        test / sieve round) with its epsilon, and the run's total epsilon as a dashed line.
+
+        Parameters
+        ----------
+        ax : None or a pair of matplotlib Axes
+            None: a new figure with two panels.
+
+        Returns
+        -------
+        (graph_ax, ledger_ax)
+
+        Examples
+        --------
+        >>> import matplotlib; matplotlib.use("Agg")
+        >>> import numpy as np
+        >>> from privci.causal import pc
+        >>> rng = np.random.default_rng(0)
+        >>> a = rng.normal(size=3000); b = a + rng.normal(size=3000)
+        >>> res = pc(np.column_stack([a, b]), epsilon=2.0, bounds=6.0, rng=0)
+        >>> g_ax, l_ax = res.plot()
+        >>> len(g_ax.lines), len(l_ax.patches)
+        (1, 1)
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, (g_ax, l_ax) = plt.subplots(1, 2, figsize=(9, 4))
+        else:
+            try:
+                g_ax, l_ax = ax
+            except (TypeError, ValueError):
+                raise ValueError("`ax` must be None or a pair of matplotlib Axes (graph, "
+                                 f"ledger); got {ax!r} instead.") from None
+        p = len(self.names)
+        ang = np.pi / 2 - 2 * np.pi * np.arange(p) / max(p, 1)
+        xy = np.column_stack([np.cos(ang), np.sin(ang)])
+        g = self.directed
+        for i in range(p):
+            for j in range(i + 1, p):
+                if not self.adjacency[i, j]:
+                    continue
+                g_ax.plot(xy[[i, j], 0], xy[[i, j], 1], color="0.3", lw=1.5, zorder=1)
+                head = None
+                if g[i, j] == -1 and g[j, i] == 1:
+                    head = (i, j)
+                elif g[j, i] == -1 and g[i, j] == 1:
+                    head = (j, i)
+                if head is not None:
+                    a, b = head
+                    tip = xy[b] - 0.12 * (xy[b] - xy[a]) / np.linalg.norm(xy[b] - xy[a])
+                    g_ax.annotate("", xy=tip, xytext=xy[a] + 0.5 * (tip - xy[a]),
+                                  arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0),
+                                  zorder=2)
+        g_ax.scatter(xy[:, 0], xy[:, 1], s=600, color="white", edgecolors="0.2", zorder=3)
+        for k, name in enumerate(self.names):
+            g_ax.text(xy[k, 0], xy[k, 1], str(name), ha="center", va="center", zorder=4)
+        g_ax.set_xlim(-1.4, 1.4)
+        g_ax.set_ylim(-1.4, 1.4)
+        g_ax.set_aspect("equal")
+        g_ax.axis("off")
+        g_ax.set_title(f"estimated graph ({int(self.adjacency.sum() // 2)} edges)")
+        ledger = self.budget.ledger
+        eps = [float(r["epsilon"]) for r in ledger]
+        labels = [str(r["test"]) for r in ledger]
+        l_ax.bar(np.arange(len(eps)), eps, color="C0")
+        if len(eps) <= 12:
+            l_ax.set_xticks(np.arange(len(eps)))
+            l_ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+        l_ax.axhline(self.epsilon, color="C3", ls="--", lw=1)
+        l_ax.set_ylabel("epsilon")
+        l_ax.set_title(f"budget ledger: {len(eps)} records, spent "
+                       f"{self.budget.spent:.3g} of {self.epsilon:g}")
+        return g_ax, l_ax
 
     def __repr__(self):
         edges = ", ".join(f"{a} {m} {b}" for a, m, b in self.edges()) or "none"
@@ -198,3 +278,33 @@ def _orient(adj, sepsets):
                     orient(a, b)
                     changed = True
     return g
+
+
+# --- the sieve's public split (privci.causal.pc(method="sieve"), privci.plan_pc) --------
+
+SIEVE_OPTIONS = ("block_rows", "max_removals", "examine_share", "threshold", "knots",
+                 "responses")
+SIEVE_BLOCK_ROWS = 100
+SIEVE_KNOTS = 4
+SIEVE_THRESHOLD = 0.5
+SIEVE_EXAMINE_SHARE = 0.2
+
+
+def sieve_epsilons(epsilon, max_removals, examine_share=SIEVE_EXAMINE_SHARE):
+    """The sieve's public split: each of ``max_removals`` (sieve, examination) rounds gets
+    ``epsilon / max_removals``, of which ``examine_share`` pays the examination.
+
+    Examples
+    --------
+    >>> split = sieve_epsilons(5.0, 10, 0.2)
+    >>> round(split["sieve"], 9), round(split["examine"], 9), split["rounds"]
+    (0.4, 0.1, 10)
+    """
+    eps = V.positive_finite(epsilon, "epsilon")
+    c = V.check_int(max_removals, "max_removals", 1)
+    share = float(examine_share)
+    per = eps / c
+    # round down on the grid 2^-40 so that c rounds never exceed epsilon in floating point
+    e1 = math.floor(per * (1.0 - share) * 2.0 ** 40) / 2.0 ** 40
+    e2 = math.floor(per * share * 2.0 ** 40) / 2.0 ** 40
+    return {"sieve": e1, "examine": e2, "rounds": c}

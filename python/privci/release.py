@@ -485,11 +485,16 @@ class ReleasedTable:
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
+        return self._answer(i, j, S, responses, QUADRATIC_MAX_S)
+
+    def _answer(self, i, j, S, responses, quadratic_max_s):
+        """:meth:`test` with the largest |S| that gets the squared responses as a parameter
+        (PC's dependence veto asks the squared pairs at larger |S|; post-processing)."""
         a, b, ss = self._key(i, j, S)
         # the squares' conditional means given two or more columns have interactions the
         # additive fit cannot model (x = z1 + z2 + e: E[x^2 | z] has 2 z1 z2), which biases
         # the squared pairs under the null: there only the linear pair is tested
-        powers = _RESPONSES[responses] if len(ss) <= QUADRATIC_MAX_S else _RESPONSES["linear"]
+        powers = _RESPONSES[responses] if len(ss) <= quadratic_max_s else _RESPONSES["linear"]
         m = len(powers)
         nr = 2 * m
         # the pairs with at most one squared response: (u_i, u_j), (u_i^2, u_j), (u_i, u_j^2)
@@ -758,12 +763,66 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                          auto_epsilon=eps_auto)
 
 
+def _hat_moments(knots, bound_sd=4.0, grid=4001):
+    """E[h_k(u) h_l(u)] and E[h_k(u)] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
+    x = np.linspace(-8.0, 8.0, grid)
+    w = np.exp(-0.5 * x * x)
+    w /= w.sum()
+    H = hat_features(np.clip(x / bound_sd, -1.0, 1.0), knots).astype(float) / 65536.0
+    return (H * w[:, None]).T @ H, w @ H
+
+
+def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
+    """Planning draws for :func:`privci.plan_pc`: the expected Gram matrix of independent
+    standard-normal columns (4-sd bounds) plus the release's noise; per order the median
+    detectable correlation, resolvability under ``power_rule`` and the power at ``effect``."""
+    from scipy.special import ndtr
+    K1 = knots + 1
+    m2, m1 = _hat_moments(knots)
+    pf = V_ * K1
+    E = np.outer(np.tile(m1, V_), np.tile(m1, V_))
+    for v in range(V_):
+        E[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1] = m2
+    sens = release_sensitivity(V_)
+    scale = sens / epsilon
+    gen = np.random.default_rng(rng)
+    dets = np.zeros((draws, top + 1))
+    untrusted = np.zeros((draws, top + 1))
+    iu = np.triu_indices(pf)
+    for d in range(draws):
+        g = np.zeros((pf, pf))
+        g[iu] = n * E[iu] + gen.laplace(0.0, scale, iu[0].size)
+        g = g + np.triu(g, 1).T
+        tab = ReleasedTable(grams=g[None], names=list(range(V_)), bounds=np.full(V_, 4.0),
+                            centers=np.zeros(V_), knots=knots, block_rows=[n],
+                            epsilon=epsilon, sensitivity=sens, noise_scale=scale,
+                            mechanism="planning draw", hardened=False,
+                            charge_statement="planning draw (synthetic, public)",
+                            boot_seed=int(gen.integers(2 ** 31)))
+        for o in range(top + 1):
+            res = tab.test(0, 1, list(range(2, 2 + o)))
+            dets[d, o] = res.detectable_correlation
+            untrusted[d, o] = not res.trusted
+    out = []
+    zq = 1.959964
+    for o in range(top + 1):
+        det = float(np.median(dets[:, o]))
+        resolvable = bool(np.isfinite(det) and (power_rule is None or det <= power_rule)
+                          and np.mean(untrusted[:, o]) < 0.5)
+        pw = float(ndtr(zq * (effect / det - 1.0))) if np.isfinite(det) and det > 0 else 0.0
+        out.append({"order": o, "detectable_correlation": det, "resolvable": resolvable,
+                    "power": pw, "untrusted": float(np.mean(untrusted[:, o]))})
+    return out, scale
+
+
 # --- private PC on one release ----------------------------------------------------------
 
 _UNTRUSTED = ("keep", "use")
 RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
-                      "power_rule")
-DEFAULT_POWER_RULE = 0.3
+                      "power_rule", "quadratic_veto", "plan_orders")
+DEFAULT_POWER_RULE = 0.45
+PLAN_MARGIN = 1.5            # plan_orders: skip orders planned above 1.5 x power_rule
+PLAN_DRAWS = 3
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
@@ -791,7 +850,8 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
                 budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
-                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE):
+                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE,
+                quadratic_veto=True, plan_orders=True):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
@@ -814,6 +874,9 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
                            untrusted=untrusted, responses=responses, auto_share=auto_share,
                            power_rule=power_rule)
+    for name, value in (("quadratic_veto", quadratic_veto), ("plan_orders", plan_orders)):
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be True or False; got {value!r} instead.")
     if rng is not None:
         rng = V.check_rng(rng)
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
@@ -823,7 +886,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
                     budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
     del X
-    pvalues, flagged, weak = {}, set(), set()
+    pvalues, flagged, weak, vetoed = {}, set(), set(), set()
 
     def ask(i, j, s):
         key = (i, j, tuple(sorted(s)))
@@ -834,10 +897,32 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                 flagged.add(key)
             if power_rule is not None and not res.detectable_correlation <= power_rule:
                 weak.add(key)
-        may_remove = not (key in flagged and untrusted == "keep") and key not in weak
+            if (quadratic_veto and responses == "quadratic" and len(s) > QUADRATIC_MAX_S
+                    and res.pvalue > alpha):
+                # the dependence veto: the squared pairs, not tested at this |S| (their
+                # level is not kept there), may still show a dependence the linear pair
+                # cannot see (y = x^2); they can only keep an edge, never remove one
+                if table._answer(i, j, list(s), "quadratic", len(s)).pvalue <= alpha:
+                    vetoed.add(key)
+        may_remove = (not (key in flagged and untrusted == "keep") and key not in weak
+                      and key not in vetoed)
         return pvalues[key], may_remove
 
-    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=top)
+    planned_top = top
+    if plan_orders and power_rule is not None and top >= 0:
+        # the public rule from privci.plan: an order >= 1 whose best-case detectable partial
+        # correlation (independent standard-normal columns, 4-sd bounds, this n, epsilon and
+        # V) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it and the
+        # orders above it are not asked (public numbers only: no effect on privacy).  Order
+        # 0 is always asked; when it is not resolvable, nothing above it is.
+        orders, _ = _planned_orders(n, p, eps - table.auto_epsilon, int(knots),
+                                    PLAN_MARGIN * power_rule, top, 0.3, PLAN_DRAWS, 0)
+        planned_top = 0          # order 0 (p (p - 1) / 2 tests) is always asked
+        for o in orders[1:]:
+            if not (orders[0]["resolvable"] and o["resolvable"]):
+                break
+            planned_top = o["order"]
+    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=planned_top)
     directed = _orient(adj, sepsets)
     guarantee = (f"one {eps:g}-DP release (privci.release: "
                  + (f"private centres/bounds with {table.auto_epsilon:g}, then " if
@@ -851,6 +936,12 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
+    if planned_top < top:
+        caveats.append(f"conditioning sets of size > {planned_top} were not tested: "
+                       "privci.plan_pc says their "
+                       f"tests cannot detect a partial correlation of {PLAN_MARGIN:g} x "
+                       f"power_rule at n={n}, epsilon={eps - table.auto_epsilon:g}, {p} "
+                       "columns (edges that need them stay).")
     if weak:
         caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
                        f"{power_rule:g} (power rule, released values only); they never removed "

@@ -4,7 +4,9 @@
 #' computed by the Python function `privci.causal.pc`: by default the table
 #' is released once with the whole `epsilon` (`privci.release`) and every
 #' test is post-processing of that release (`method = "per-test"` charges a
-#' PrivGCM test per question instead); the skeleton and the CPDAG are
+#' PrivGCM test per question instead; `method = "sieve"` runs a Priv-PC-style
+#' sparse-vector sieve that pays only for the tests flagged as removals, each
+#' followed by a fresh noisy examination); the skeleton and the CPDAG are
 #' post-processing too, so the whole run is `epsilon`-differentially private
 #' under the replacement of one row.
 #'
@@ -18,11 +20,19 @@
 #' @param seed `NULL` (default: OpenDP's hardened noise; use it for a
 #'   release) or a whole number (seeded numpy noise: reproducible, not
 #'   hardened, for simulations).
+#' @param method `"release"` (default: one release of the table, every test
+#'   post-processing), `"per-test"` (a charged PrivGCM test per question) or
+#'   `"sieve"` (AboveThreshold rounds over block-vote queries of sensitivity
+#'   1/k, each eps1-DP up to its first above-threshold answer, plus a Laplace
+#'   examination of eps2 per flagged removal; at most `max_removals` rounds of
+#'   `epsilon / max_removals`).
 #' @param ... Further named arguments, passed unchanged to the Python function
 #'   `privci.causal.pc`: e.g. `max_order`, `budget` (an outer
 #'   [privci_budget()] of the data set, charged the whole run once),
-#'   `method` (`"release"` or `"per-test"`), the release's `knots`,
-#'   `power_rule` and `responses`, or with `method = "per-test"` `split`
+#'   the release's `knots`, `power_rule` (default 0.45), `quadratic_veto` and
+#'   `responses`; with `method = "sieve"` `block_rows`, `max_removals`,
+#'   `examine_share`, `threshold`, `knots` and `responses`; or with
+#'   `method = "per-test"` `split`
 #'   (`"levels"`, `"halves"` or `"tests"`), `delta` and `composition`,
 #'   `on_exhausted` and options of the tests.
 #' @param x A `privci_pc` object.
@@ -49,11 +59,19 @@
 #'   d <- data.frame(A, B, C, D)
 #'   res <- pc(d, epsilon = 20, bounds = 4, seed = 1)
 #'   res
+#'   pc(d, epsilon = 20, bounds = 4, seed = 1, method = "sieve")$edges
 #'   res$adjacency
 #'   res$ledger
 #' }
-pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL, ...) {
+pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL,
+               method = c("release", "per-test", "sieve"), ...) {
   call <- match.call()
+  if (!is.character(method) || length(method) < 1L ||
+      !all(method %in% c("release", "per-test", "sieve"))) {
+    stop("`method` must be one of \"release\", \"per-test\" or \"sieve\"; got ",
+         paste(deparse(method), collapse = " "), " instead.", call. = FALSE)
+  }
+  method <- match.arg(method)
   if (is.data.frame(data) || is.matrix(data)) {
     names_ <- colnames(data)
     if (is.null(names_)) names_ <- paste0("V", seq_len(ncol(data)))
@@ -61,7 +79,7 @@ pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL, ..
     names_ <- NULL
   }
   args <- list(data = .py_data(data), epsilon = epsilon, bounds = bounds, centers = centers,
-               alpha = alpha, rng = .py_seed(seed))
+               alpha = alpha, method = method, rng = .py_seed(seed))
   res <- .py_call(.privci_causal()$pc, c(args, .py_extra(list(...), names(args), "causal.pc")),
                   call)
   adjacency <- res$adjacency

@@ -1,0 +1,64 @@
+"""privci.plan.plan_pc: a whole PC run planned from public numbers (issue 24)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from privci.plan import PCPlan, plan_pc
+
+
+def test_release_plan_orders_and_class():
+    pl = plan_pc(10_000, 5, 5.0)
+    assert isinstance(pl, PCPlan) and pl.method == "release"
+    assert [o["order"] for o in pl.orders] == [0, 1, 2, 3]
+    assert pl.power_class == "adequate" and pl.resolvable_orders == (0, 1, 2, 3)
+    assert pl.noise_scale == pytest.approx(30 / 5.0)          # (V^2 + V) / epsilon
+    assert "adequate" in str(pl)
+
+
+def test_release_plan_more_epsilon_detects_smaller_correlations():
+    lo = plan_pc(10_000, 8, 2.0, max_order=1)
+    hi = plan_pc(10_000, 8, 10.0, max_order=1)
+    for a, b in zip(lo.orders, hi.orders):
+        assert b["detectable_correlation"] < a["detectable_correlation"]
+        assert b["power"] >= a["power"]
+    assert plan_pc(1_000, 8, 0.5).power_class == "inadequate"
+
+
+def test_plan_power_rule_decides_resolvable():
+    strict = plan_pc(10_000, 8, 2.0, power_rule=0.05, max_order=1)
+    loose = plan_pc(10_000, 8, 2.0, power_rule=None, max_order=1)
+    assert len(strict.resolvable_orders) <= len(loose.resolvable_orders)
+
+
+def test_plan_agrees_with_a_release_on_independent_columns():
+    import privci
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(10_000, 5))
+    tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=1)
+    det = tab.test(0, 1, [2]).detectable_correlation
+    planned = plan_pc(10_000, 5, 5.0, max_order=1).orders[1]["detectable_correlation"]
+    assert 0.5 < det / planned < 2.0
+
+
+def test_sieve_and_per_test_plans():
+    sv = plan_pc(10_000, 8, 5.0, method="sieve")
+    assert sv.per_query_epsilon == pytest.approx(5.0 / 28, rel=1e-9)
+    assert "28 rounds" in sv.details and sv.power_class == "adequate"
+    pt = plan_pc(10_000, 8, 5.0, method="per-test")
+    assert pt.per_query_epsilon == pytest.approx(5.0 / 7 / 28)
+    assert len(pt.orders) == 1 and math.isnan(pt.noise_scale)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(n=1), "n"), (dict(n_variables=1), "n_variables"), (dict(epsilon=0.0), "epsilon"),
+    (dict(method="fci"), "method"), (dict(alpha=2.0), "alpha"), (dict(effect=1.5), "effect"),
+    (dict(power_rule=2.0), "power_rule"), (dict(knots=0), "knots"),
+    (dict(max_order=-1), "max_order"), (dict(draws=0), "draws"),
+])
+def test_plan_pc_validates(kw, msg):
+    args = dict(n=1000, n_variables=4, epsilon=1.0)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        plan_pc(args.pop("n"), args.pop("n_variables"), args.pop("epsilon"), **args)
