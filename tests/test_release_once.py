@@ -85,7 +85,7 @@ def test_one_charge_queries_free():
         rest = [k for k in range(4) if k not in (i, j)]
         for r in range(3):
             for s in itertools.combinations(rest, r):
-                res = tab.test(i, j, list(s))
+                res = tab.test(i, j, list(s), assume_additive=True)
                 assert 0.0 <= res.pvalue <= 1.0
     assert len(budget.ledger) == 1 and budget.spent == pytest.approx(2.0)
     assert tab.n_queries == 24
@@ -202,7 +202,7 @@ def test_level_two_sided_small():
         y = z[:, 0] - 0.5 * z[:, 1] + rng.normal(size=n)
         X = np.column_stack([x / 1.3, y / 1.6, z, rng.normal(size=n)])
         tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=rng)
-        rej += tab.test(0, 1, [2, 3]).pvalue <= 0.05
+        rej += tab.test(0, 1, [2, 3], assume_additive=True).pvalue <= 0.05
     assert rej <= 14
 
 
@@ -267,7 +267,7 @@ def test_quadratic_responses_see_a_dependence_without_correlation():
     assert len(tab.test(0, 1, [2, 2]).component_pvalues) == 3
     X4 = np.column_stack([X, rng.normal(size=n)])
     tab4 = privci.release(X4, epsilon=5.0, bounds=4.0, rng=2)
-    assert len(tab4.test(0, 1, [2, 3]).component_pvalues) == 1
+    assert len(tab4.test(0, 1, [2, 3], assume_additive=True).component_pvalues) == 1
     with pytest.raises(ValueError, match="responses"):
         tab.test(0, 1, responses="cubic")
 
@@ -302,3 +302,25 @@ def test_auto_bounds_and_centres_are_charged_inside_epsilon():
     assert len(fixed.caveats) == 2 and fixed.edge_share(0) > 0.9
     with pytest.raises(ValueError, match="auto_share"):
         privci.release(X, epsilon=5.0, bounds="auto", auto_share=0.0)
+
+
+def test_two_conditioning_columns_are_fail_safe_unless_additive_is_assumed():
+    """The release's regression is additive in the columns of S: with a product of two
+    conditioning columns (x = y-noise-free function z1 z2 + noise) a true null is rejected
+    (measured: up to 100%).  The default answers |S| >= 2 with p = 1 and says why; the
+    user's assume_additive=True gets the additive test (which then rejects here)."""
+    rng = np.random.default_rng(21)
+    n = 20_000
+    z = rng.normal(size=(n, 2))
+    f = z[:, 0] * z[:, 1]
+    x, y = f + 0.5 * rng.normal(size=n), f + 0.5 * rng.normal(size=n)
+    X = np.column_stack([x / 1.2, y / 1.2, z])
+    tab = privci.release(X, epsilon=50.0, bounds=4.0, rng=4)
+    safe = tab.test(0, 1, [2, 3])
+    assert safe.pvalue == 1.0 and not safe.trusted
+    assert "assume_additive=True" in safe.caveats[0]
+    assumed = tab.test(0, 1, [2, 3], assume_additive=True)
+    assert assumed.pvalue < 0.05          # the product is shared by x and y: a false rejection
+    assert tab.test(0, 1, [2]).pvalue <= 1.0        # one column: answered as before
+    with pytest.raises(TypeError, match="assume_additive"):
+        tab.test(0, 1, [2, 3], assume_additive="yes")

@@ -131,7 +131,8 @@ def run_level(args):
                         X = (null_design(kind, s, args.n, rng) - mu) / sd
                         tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng,
                                              blocks=blocks, knots=args.knots)
-                        res = tab.test(0, 1, list(range(2, 2 + s)), responses=args.responses)
+                        res = tab.test(0, 1, list(range(2, 2 + s)), responses=args.responses,
+                                       assume_additive=True)
                         rej += res.pvalue <= 0.05
                         untrusted += not res.trusted
                     lo, hi = wilson(rej, args.reps)
@@ -180,7 +181,8 @@ def run_stress(args):
                 X = np.column_stack([x, y, z])
                 tab = privci.release(X, epsilon=eps, bounds=4.0 * sd, centers=mu, rng=rng,
                                      knots=args.knots)
-                res = tab.test(0, 1, list(range(2, X.shape[1])), responses=args.responses)
+                res = tab.test(0, 1, list(range(2, X.shape[1])), responses=args.responses,
+                               assume_additive=True)
                 rej += res.pvalue <= 0.05
                 untrusted += not res.trusted
             lo, hi = wilson(rej, args.reps)
@@ -271,7 +273,7 @@ def run_method(method, X, eps, rng, responses="quadratic"):
         tab = exact_table(X)
 
         def ask(i, j, s):   # the release path's rules without noise: fail-safe and veto
-            res = tab.test(i, j, list(s), responses=responses)
+            res = tab.test(i, j, list(s), responses=responses, assume_additive=True)
             keep = (responses == "quadratic" and len(s) >= 2 and res.pvalue > 0.05 and
                     tab._answer(i, j, list(s), "quadratic", len(s)).pvalue <= 0.05)
             return res.pvalue, res.trusted and not keep

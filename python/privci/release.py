@@ -91,6 +91,11 @@ QUADRATIC_MAX_S = 1          # the squared responses are used for |S| <= 1 only
 AUTO_SHARE = 0.1
 AUTO_QUANTILE = 0.9
 AUTO_WIDTH = 2.5
+ADDITIVE_FAILSAFE = (
+    "two or more conditioning columns: the release's regression is additive in them and "
+    "cannot see a product of two of them, which can reject a true null every time; p = 1 "
+    "(the fail-safe, not evidence of independence).  Pass assume_additive=True to state "
+    "that E[x_i | S] and E[x_j | S] are additive in the columns of S.")
 CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
 
 
@@ -459,7 +464,7 @@ class ReleasedTable:
         c[..., nr:, :] = -beta
         return c
 
-    def test(self, i, j, S=(), *, responses="quadratic", alpha=None):
+    def test(self, i, j, S=(), *, responses="quadratic", alpha=None, assume_additive=False):
         """Test column i independent of column j given the columns S (post-processing only).
 
         Parameters
@@ -477,14 +482,45 @@ class ReleasedTable:
             was measured for them in a linear design), so ``"quadratic"`` tests the
             linear pair only there.
         alpha : ignored (kept for adapters); the p-value is returned.
+        assume_additive : bool, default False
+            With two or more columns in S: the release holds per-column bases only, so
+            its regression on S is additive and cannot see a product of two conditioning
+            columns (measured: such a design rejects true nulls up to 100% of the time).
+            False (default): the query is answered with p = 1 (the fail-safe, as
+            :func:`privci.privgcm` does where it cannot resolve products), ``trusted`` is
+            False and the caveat says why.  True: the user's public assumption that
+            E[x_i | S] and E[x_j | S] are additive in the columns of S; the level rests
+            on it.  ``privci.causal.pc`` on a release states this assumption for its
+            queries (see its caveats).
 
         Returns
         -------
         ReleasedTestResult
+
+        Examples
+        --------
+        >>> import numpy as np, privci
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(5000, 4))
+        >>> tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=1)
+        >>> tab.test(0, 1, [2, 3]).pvalue            # products of z columns: fail-safe
+        1.0
+        >>> 0 <= tab.test(0, 1, [2, 3], assume_additive=True).pvalue <= 1
+        True
         """
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
+        if not isinstance(assume_additive, (bool, np.bool_)):
+            raise TypeError("`assume_additive` must be True or False; got "
+                            f"{assume_additive!r} instead.")
+        if not assume_additive:
+            a, b, ss = self._key(i, j, S)
+            if len(ss) >= 2:
+                names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
+                return ReleasedTestResult(
+                    math.nan, 1.0, "none", math.nan, math.nan, False, False, names,
+                    (ADDITIVE_FAILSAFE,), {}, (), math.inf)
         return self._answer(i, j, S, responses, QUADRATIC_MAX_S)
 
     def _answer(self, i, j, S, responses, quadratic_max_s):
@@ -646,9 +682,9 @@ class ReleasedTable:
         del t
         return out
 
-    def pvalue(self, i, j, S=()):
+    def pvalue(self, i, j, S=(), assume_additive=False):
         """The p-value of :meth:`test` (for PC-style callers)."""
-        return self.test(i, j, S).pvalue
+        return self.test(i, j, S, assume_additive=assume_additive).pvalue
 
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
@@ -800,7 +836,7 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
                             charge_statement="planning draw (synthetic, public)",
                             boot_seed=int(gen.integers(2 ** 31)))
         for o in range(top + 1):
-            res = tab.test(0, 1, list(range(2, 2 + o)))
+            res = tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True)
             dets[d, o] = res.detectable_correlation
             untrusted[d, o] = not res.trusted
     out = []
@@ -891,7 +927,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     def ask(i, j, s):
         key = (i, j, tuple(sorted(s)))
         if key not in pvalues:
-            res = table.test(i, j, list(s), responses=responses)
+            res = table.test(i, j, list(s), responses=responses, assume_additive=True)
             pvalues[key] = res.pvalue
             if not res.trusted:
                 flagged.add(key)
@@ -942,6 +978,12 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                        f"tests cannot detect a partial correlation of {PLAN_MARGIN:g} x "
                        f"power_rule at n={n}, epsilon={eps - table.auto_epsilon:g}, {p} "
                        "columns (edges that need them stay).")
+    n_additive = sum(1 for key in pvalues if len(key[2]) >= 2)
+    if n_additive:
+        caveats.append(f"{n_additive} tests conditioned on two or more columns and assumed "
+                       "E[x_i | S], E[x_j | S] additive in them (assume_additive=True): a "
+                       "product of conditioning columns can make such a test reject, which "
+                       "keeps an edge (it never removes one).")
     if weak:
         caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
                        f"{power_rule:g} (power rule, released values only); they never removed "
