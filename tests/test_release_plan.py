@@ -195,3 +195,29 @@ def test_validated_inputs_are_not_changed_by_the_releases():
     np.testing.assert_allclose(shifted.za, (za0 - 1.0) / 2.0)
     assert public.z_center is not None and public.z_scale is not None and public.xy is not None
     assert not np.array_equal(out.za, shifted.za) and not np.array_equal(out.xb, xb0)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@settings(max_examples=60, deadline=None)
+@given(st.floats(min_value=0.01, max_value=100.0), st.floats(min_value=0.01, max_value=0.5))
+def test_release_once_split_fits_epsilon_exactly(eps, share):
+    """privci.release with 'auto' bounds: the bounds' share and the Gram matrices' share add
+    up to at most epsilon exactly (a float eps - eps_auto could round up by an ulp)."""
+    import importlib
+    R = importlib.import_module("privci.release")
+    seen = []
+    real = R.laplace_mechanism
+
+    def spy(values, sensitivity, epsilon, rng, **kw):
+        seen.append(epsilon)
+        return real(values, sensitivity, epsilon, rng, **kw)
+
+    R.laplace_mechanism = spy
+    try:
+        X = np.random.default_rng(0).normal(size=(400, 3))
+        tab = privci.release(X, epsilon=eps, bounds="auto", centers="auto", auto_share=share,
+                             rng=1)
+    finally:
+        R.laplace_mechanism = real
+    assert tab.epsilon == eps and seen
+    assert Fraction(tab.auto_epsilon) + Fraction(max(seen)) <= Fraction(eps)

@@ -66,7 +66,8 @@ from typing import Tuple
 import numpy as np
 
 from . import _validation as V
-from .budget import _charge
+from ._epsilon import remaining
+from ._plan import ReleasePlan
 from .mechanisms import laplace_mechanism
 
 __all__ = ["release", "ReleasedTable", "ReleasedTestResult", "release_sensitivity",
@@ -764,10 +765,14 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     edges = _block_bounds(n, k)
     rows = np.diff(edges)
     sens = sens_base + _conversion_slack(int(rows.max()), ntri)
+    # the release plan: the private centres/bounds (if any) and the Gram matrices; the
+    # exact remainder (a float eps - eps_auto can round up and overspend by an ulp)
     eps_auto = share * eps if (auto_b or auto_c) else 0.0
-    statement = _charge(budget, eps, test="privci.release",
-                        details=f"Gram matrices of {nv} columns, {k} row blocks"
-                        + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
+    eps_gram = remaining(eps, eps_auto) if eps_auto else eps
+    plan = ReleasePlan(eps, {"centres/bounds": eps_auto, "Gram matrices": eps_gram}, eps_gram,
+                       details=f"Gram matrices of {nv} columns, {k} row blocks"
+                       + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
+    statement = plan.charge(budget, "privci.release")
     if eps_auto:
         from .bounds import private_bounds
         rel = private_bounds(X, epsilon=eps_auto, center=True if auto_c else c,
@@ -776,7 +781,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
             c = np.asarray(rel.center, dtype=float)
         if auto_b:
             b = np.maximum(AUTO_WIDTH * np.asarray(rel.bound, dtype=float), 1e-12)
-    eps = eps - eps_auto
+    eps = plan.test_epsilon
     U = _scaled(X, c, b)
     grams = np.zeros((k, pf, pf))
     iu = np.triu_indices(pf)
@@ -793,7 +798,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     seed = int(np.random.default_rng(gen.integers(2 ** 32) if gen is not None else None)
                .integers(2 ** 31))
     return ReleasedTable(grams=grams, names=names, bounds=b, centers=c, knots=K,
-                         block_rows=rows.tolist(), epsilon=eps + eps_auto, sensitivity=sens,
+                         block_rows=rows.tolist(), epsilon=plan.epsilon, sensitivity=sens,
                          noise_scale=info.scale, mechanism=info.mechanism,
                          hardened=info.hardened, charge_statement=statement, boot_seed=seed,
                          auto_epsilon=eps_auto)
