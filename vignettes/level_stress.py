@@ -221,6 +221,15 @@ def run_one(task):
     return res.pvalue, (res.fit_certified is False)
 
 
+def write_csv(path, rows):
+    """One CSV file with a header row from a list of dicts (the directory is made)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def wilson(k, n, zq=1.959964):
     if n == 0:
         return float("nan"), float("nan")
@@ -331,11 +340,7 @@ def main(argv=None):
     out_path = args.out or (os.path.join(HERE, "results", "level_stress.csv")
                             if not args.quick else None)
     if out_path:
-        os.makedirs(os.path.dirname(out_path), exist_ok=True)
-        with open(out_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(out_path, rows)
     return rows
 
 

@@ -18,7 +18,6 @@ for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_
     os.environ.setdefault(_v, "1")
 
 import argparse
-import csv
 import io
 import warnings
 
@@ -27,7 +26,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 import sys  # noqa: E402
 sys.path.insert(0, HERE)
-from level_stress import wilson  # noqa: E402  (the same Wilson interval as the level grid)
+from level_stress import wilson, write_csv  # noqa: E402  (the level grid's helpers)
 
 
 def readme_data(n, rng):
@@ -108,10 +107,7 @@ def main(argv=None):
     path = args.out or (None if args.quick else
                         os.path.join(HERE, "results", "readme_power_summary.csv"))
     if path:
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(out[0]))
-            w.writeheader()
-            w.writerows(out)
+        write_csv(path, out)
     return out
 
 

@@ -800,6 +800,24 @@ def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_
     return G, B
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_residual_products(res, U, r, pu, px, py, blk, S_out):
+    """One row's tail of the residual pass: ``res`` holds the predictions of its pu = px +
+    py columns; the residuals clip(u - clip(prediction, -1, 1), -1, 1) replace them (a
+    non-finite prediction counts as 0), and each clipped product r_x r_y is added, on the
+    grid 2^-32, to block ``blk`` of S_out."""
+    for c in range(pu):
+        pr = res[c]
+        pr = pr if math.isfinite(pr) else 0.0
+        pr = min(max(pr, -1.0), 1.0)
+        res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+    for b in range(py):
+        ryb = res[px + b]
+        for a in range(px):
+            prod = min(max(res[a] * ryb, -1.0), 1.0)
+            S_out[blk, a + px * b] += np.int64(prod * _ONE2_F)
+
+
 @njit(cache=True, error_model="numpy")
 def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out,
@@ -845,17 +863,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
                         acc1 += ph * coef[s0 + a, c1]
                 res[c0] = acc0
                 res[c1] = acc1
-            for c in range(pu):
-                pr = res[c]
-                pr = pr if math.isfinite(pr) else 0.0
-                pr = min(max(pr, -1.0), 1.0)
-                res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
-            blk = block[i0 + r]
-            for b in range(py):
-                ryb = res[px + b]
-                for a in range(px):
-                    prod = min(max(res[a] * ryb, -1.0), 1.0)
-                    S_out[blk, a + px * b] += np.int64(prod * _ONE2_F)
+            _add_residual_products(res, U, r, pu, px, py, block[i0 + r], S_out)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -931,17 +939,7 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
         for r in range(nb):
             for c in range(pu):
                 res[c] = pred[c, r]
-            for c in range(pu):
-                pr = res[c]
-                pr = pr if math.isfinite(pr) else 0.0
-                pr = min(max(pr, -1.0), 1.0)
-                res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
-            blk = block[i0 + r]
-            for bb in range(py):
-                ryb = res[px + bb]
-                for a in range(px):
-                    prod = min(max(res[a] * ryb, -1.0), 1.0)
-                    S_out[blk, a + px * bb] += np.int64(prod * _ONE2_F)
+            _add_residual_products(res, U, r, pu, px, py, block[i0 + r], S_out)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")

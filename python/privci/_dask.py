@@ -518,13 +518,14 @@ def _krr_mechanism(source, zd, plan, par, inp, scaling, means, xc, yc, centre):
 
 
 def _shift_scale(block, zc, zs):
-    """(z - zc) / zs of one partition, without warnings, overflow mapped to +-max float."""
-    big = np.finfo(np.float64).max
+    """(z - zc) / zs of one partition, without warnings, overflow mapped to +-max float
+    (``_gcm_pipeline.finite``, as in memory)."""
+    from ._gcm_pipeline import finite
     with np.errstate(all="ignore"):
         out = block - zc
         if zs is not None:
             out = out / zs
-        return np.clip(np.nan_to_num(out, nan=0.0, posinf=big, neginf=-big), -big, big)
+        return finite(out)
 
 
 def privgcm(x, y, z=None, **call):

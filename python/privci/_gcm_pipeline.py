@@ -12,10 +12,11 @@ The layers (see the documentation's "Architecture" page):
    charged to the budget in one call, and the source of the composition text.
 3. :func:`release_public`: the released z centres and scales and the "auto" bounds and
    centres of x and y, each with the plan's share.
-4. The mechanism: the released spline regression (``gcm._spline_mechanism`` in memory,
-   ``_dask._spline_mechanism`` on Dask partitions) or the kernel ridge path
-   (:func:`krr_mechanism` in memory); each returns a :class:`MechanismOutput` (released
-   values only).
+4. The mechanism: the released spline regression (:func:`spline_mechanism`, after the
+   private re-centring :func:`release_centres`, both over a source of
+   :mod:`privci._source`: one partition in memory, the chunks on Dask) or the kernel
+   ridge path (:func:`krr_mechanism` in memory, ``_dask._krr_mechanism`` on Dask); each
+   returns a :class:`MechanismOutput` (released values only).
 5. :func:`gcm_result`: post-processing into the :class:`~privci.results.PrivateTestResult`
    with its privacy record, one entry per release.
 """
@@ -39,7 +40,8 @@ from .mechanisms import laplace_mechanism, quiet
 from .results import PrivacyRecord, PrivateTestResult, Release
 
 __all__ = ["GCMParams", "gcm_params", "gcm_plan", "release_public",
-           "MechanismOutput", "krr_mechanism", "gcm_result", "finite"]
+           "MechanismOutput", "krr_mechanism", "spline_mechanism", "release_centres",
+           "gcm_result", "finite"]
 
 _XY = ("x_bound", "y_bound", "x_center", "y_center")
 
@@ -94,7 +96,7 @@ class GCMParams:
         """n_blocks="auto" with the spline fit: the released regression's rule picks k."""
         return self.spline and isinstance(self.n_blocks, str)
 
-    def inputs(self, x, y, z, *, validate_only=False):
+    def inputs(self, x, y, z):
         """The validated data (:class:`privci._transform._GCMInputs`); "auto" bounds and
         centres get placeholders (1 and 0) until :func:`release_public` sets them."""
         from ._transform import _GCMInputs
