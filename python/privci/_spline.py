@@ -706,7 +706,23 @@ def _noise_cov(rel, beta_col):
 
 def _test_operator(rel, design):
     """The test fit as a linear map b -> coefficients (rich coordinates): the nested basis
-    (A), ridge lambda towards a linear function per column, eigenvalues floored at lambda."""
+    (A), ridge lambda towards a linear function per column, eigenvalues floored at lambda.
+
+    Computed once per released fit and design (:func:`fit_coefficients` and
+    :func:`spline_test` both need it): the operator is kept on the release object, keyed by
+    the design's basis and the identity of the released Gram matrix, and returned
+    read-only (the same array, so the same values bit for bit)."""
+    key = ("test_operator", id(rel.gram), design.d, design.intervals, design.interactions)
+    cache = rel.__dict__.setdefault("_operators", {})
+    op = cache.get(key)
+    if op is None:
+        op = _test_operator_uncached(rel, design)
+        op.setflags(write=False)
+        cache[key] = op
+    return op
+
+
+def _test_operator_uncached(rel, design):
     lam = _lam(design, rel)
     A = _insertion(design.d, design.intervals, design.interactions)
     P = _penalty(design.d, design.intervals, design.interactions)
@@ -740,11 +756,12 @@ def _shift_and_allowance(rel_x, rel_y, design):
     shift2 = np.zeros((px, qy))
     cx = [_noise_cov(rel_x, bx[:, a]) for a in range(px)]
     cy = [_noise_cov(rel_y, by[:, b]) for b in range(qy)]
+    # each column's G C product once (the same products as per pair, bit for bit)
+    gcx = [Gp @ (Hx @ cx[a] @ Hx.T) for a in range(px)]
+    gcy_t = [(Gp @ (Hy @ cy[b] @ Hy.T)).T for b in range(qy)]
     for a in range(px):
-        Cx = Hx @ cx[a] @ Hx.T
         for b in range(qy):
-            Cy = Hy @ cy[b] @ Hy.T
-            shift2[a, b] = float(np.sum((Gp @ Cx) * (Gp @ Cy).T))
+            shift2[a, b] = float(np.sum(gcx[a] * gcy_t[b]))
     Kx, Ky = Rx - Hx, Ry - Hy
     est, nvar = _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp)
     if CANONICAL:
@@ -771,11 +788,11 @@ def _debiased(Dx, Dy, Kx, Ky, cx, cy, Gp):
     """|Dx^T Gp Dy| with its noise second moment removed, and that second moment (per pair)."""
     raw2 = (Dx.T @ Gp @ Dy) ** 2
     noise = np.zeros_like(raw2)
+    gsx = [Gp @ (Kx @ cx[a] @ Kx.T) for a in range(raw2.shape[0])]
+    gsy_t = [(Gp @ (Ky @ cy[b] @ Ky.T)).T for b in range(raw2.shape[1])]
     for a in range(raw2.shape[0]):
-        Sx = Kx @ cx[a] @ Kx.T
         for b in range(raw2.shape[1]):
-            Sy = Ky @ cy[b] @ Ky.T
-            noise[a, b] = float(np.sum((Gp @ Sx) * (Gp @ Sy).T))
+            noise[a, b] = float(np.sum(gsx[a] * gsy_t[b]))
     return np.sqrt(np.maximum(raw2 - noise, 0.0)), noise
 
 
