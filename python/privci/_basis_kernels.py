@@ -633,6 +633,35 @@ def _axpy4(typingctx, dst, doff, s, src, soff):
     return sig, codegen
 
 
+@intrinsic
+def _outer16(typingctx, dst, doff, src, o1, o2):
+    """dst[doff + 4 a + c] += src[o1 + a] * src[o2 + c], a, c in 0..3 (one 16-wide
+    multiply and add; no fused multiply-add; no bounds check)."""
+    sig = types.void(dst, types.uint64, src, types.uint64, types.uint64)
+
+    def codegen(context, builder, sig, args):
+        d_v, doff, s_v, o1, o2 = args
+        da = context.make_array(sig.args[0])(context, builder, d_v)
+        sa = context.make_array(sig.args[2])(context, builder, s_v)
+        v4 = ir.VectorType(ir.DoubleType(), 4)
+        v16 = ir.VectorType(ir.DoubleType(), 16)
+        p1 = builder.bitcast(builder.gep(sa.data, [o1]), v4.as_pointer())
+        p2 = builder.bitcast(builder.gep(sa.data, [o2]), v4.as_pointer())
+        pd = builder.bitcast(builder.gep(da.data, [doff]), v16.as_pointer())
+        a = builder.load(p1, align=8)
+        b = builder.load(p2, align=8)
+        i32 = ir.IntType(32)
+        ma = ir.Constant(ir.VectorType(i32, 16), [i // 4 for i in range(16)])
+        mb = ir.Constant(ir.VectorType(i32, 16), [i % 4 for i in range(16)])
+        ra = builder.shuffle_vector(a, a, ma)
+        rb = builder.shuffle_vector(b, b, mb)
+        vd = builder.load(pd, align=8)
+        builder.store(builder.fadd(vd, builder.fmul(ra, rb)), pd, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True, error_model="numpy")
 def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
@@ -641,8 +670,10 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
 
     Every pair of blocks b1 <= b2 has a compact float64 accumulator of 4 x 4 blocks, one per
     (span of b1, span of b2) (b1 == b2: one per span), at ``pair_base[b1, b2]``; a row adds
-    q_b1[a] q_b2[0:4] to row a of one of them, 4 at a time (:func:`_axpy4`), and u_c q_b[0:4]
-    to the cross-products (layout (group, u column, P)).  Exact as in
+    q_b1 q_b2^T to one of them as one 16-wide multiply and add (:func:`_outer16`: the
+    operands are loaded once, before the store; four 4-wide steps reloaded them after every
+    store), and u_c q_b[0:4] to the cross-products (:func:`_axpy4`; layout (group, u
+    column, P)).  Exact as in
     :func:`_accumulate_part`; folded into the int64 G (upper triangle) and B at the end.
     """
     n = z.shape[0]
@@ -686,13 +717,11 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
             for b1 in range(nbk):
                 q1 = rq + 4 * block_eval[b1, 0]
                 o = gc + pair_base[b1, b1] + 16 * loc[b1]
-                for a in range(4):
-                    _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, uint64(q1))
+                _outer16(Gc, uint64(o), Qf, uint64(q1), uint64(q1))
                 for b2 in range(b1 + 1, nbk):
                     q2 = uint64(rq + 4 * block_eval[b2, 0])
                     o = gc + pair_base[b1, b2] + 16 * (loc[b1] * nspan[b2] + loc[b2])
-                    for a in range(4):
-                        _axpy4(Gc, uint64(o + 4 * a), Qf[q1 + a], Qf, q2)
+                    _outer16(Gc, uint64(o), Qf, uint64(q1), q2)
                 for c in range(ucols[g, 0], ucols[g, 1]):
                     _axpy4(Bx, uint64((g * pu + c) * P + block_offset[b1] + loc[b1]),
                            Uf[r * pu + c], Qf, uint64(q1))
