@@ -387,12 +387,23 @@ def _pcg64_next(st):
     return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
 
 
+_DRAWS = 256     # 64-bit draws generated at a time by _shuffle_mod
+
+
 @njit(cache=True)
 def _shuffle_mod(st, a, b, k, buf):
     """buf[:b - a] = numpy's Generator(PCG64 with state st).permutation(arange(a, b) % k).
 
     Generator.shuffle: for i = m - 1 .. 1, j = random_interval(i) (mask rejection on the
-    buffered 32-bit draws, as every i < 2^32 here), swap buf[i], buf[j].
+    buffered 32-bit draws, as every i < 2^32 here: the low half of a 64-bit draw, then its
+    high half), swap buf[i], buf[j].
+
+    The same draws and swaps in three branch-poor steps: the 32-bit values are generated
+    ``_DRAWS`` 64-bit draws at a time; every value is tried against the current i (the
+    mask is the same for all i between two powers of 2), j[i] is overwritten by every try
+    and i moves on only when the try is accepted, so j[i] ends as the accepted value; then
+    the swaps run in the original order.  (The draws left over in the last batch are never
+    used: the generator state is the chunk's own and is discarded.)
     """
     m = b - a
     lab = a % k
@@ -401,29 +412,35 @@ def _shuffle_mod(st, a, b, k, buf):
         lab += 1
         if lab == k:
             lab = 0
-    have = False
-    spare = np.uint64(0)
-    for i in range(m - 1, 0, -1):
-        mx = np.uint64(i)
-        mask = mx
+    if m < 2:
+        return
+    jarr = np.empty(m, dtype=np.int64)
+    vals = np.empty(2 * _DRAWS, dtype=np.uint64)
+    nv = 0
+    p = 0
+    i = m - 1
+    while i > 0:
+        mask = np.uint64(i)
         mask |= mask >> np.uint64(1)
         mask |= mask >> np.uint64(2)
         mask |= mask >> np.uint64(4)
         mask |= mask >> np.uint64(8)
         mask |= mask >> np.uint64(16)
-        while True:
-            if have:
-                v = spare
-                have = False
-            else:
-                w = _pcg64_next(st)
-                spare = w >> _S32
-                have = True
-                v = w & _U32
-            v = v & mask
-            if v <= mx:
-                break
-        j = np.int64(v)
+        low = np.int64((mask >> np.uint64(1)) + np.uint64(1))   # the least i of this mask
+        while i >= low:
+            if p == nv:
+                for h in range(_DRAWS):
+                    w = _pcg64_next(st)
+                    vals[2 * h] = w & _U32
+                    vals[2 * h + 1] = w >> _S32
+                nv = 2 * _DRAWS
+                p = 0
+            v = np.int64(vals[p] & mask)
+            p += 1
+            jarr[i] = v
+            i -= 1 if v <= i else 0
+    for i in range(m - 1, 0, -1):
+        j = jarr[i]
         t = buf[i]
         buf[i] = buf[j]
         buf[j] = t
@@ -442,6 +459,10 @@ def block_labels_into(states, first, chunk, n, k, start, stop, out):
         lo = max(a, start)
         hi = min(b, stop)
         if hi <= lo:
+            continue
+        if lo == a and hi == b:
+            # a whole chunk: shuffled in place in the output
+            _shuffle_mod(st, a, b, k, out[a - start:b - start])
             continue
         buf = np.empty(b - a, dtype=np.int64)
         _shuffle_mod(st, a, b, k, buf)
