@@ -944,8 +944,8 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
-    res = np.empty(pu)
     pred = np.empty((pu, ROW_BLOCK))
+    qp = np.empty(ROW_BLOCK, dtype=np.int64)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
@@ -965,10 +965,22 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
                         v = Q[e, a, r]
                         term = (v * _INV_ONE) * coef_t[c, uint64(off + S[e, r] + a)]
                         pred[c, r] += term if v != 0 else 0.0
-        for r in range(nb):
-            for c in range(pu):
-                res[c] = pred[c, r]
-            _add_residual_products(res, U, r, pu, px, py, block[i0 + r], S_out)
+        # the tail of _add_residual_products, column by column over the block's rows (the
+        # same operations on every value; the products' integer sums in any order)
+        for c in range(pu):
+            for r in range(nb):
+                pr = pred[c, r]
+                pr = pr if math.isfinite(pr) else 0.0
+                pr = min(max(pr, -1.0), 1.0)
+                pred[c, r] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+        for b in range(py):
+            for a in range(px):
+                col = a + px * b
+                for r in range(nb):
+                    prod = min(max(pred[a, r] * pred[px + b, r], -1.0), 1.0)
+                    qp[r] = np.int64(prod * _ONE2_F)
+                for r in range(nb):
+                    S_out[block[i0 + r], col] += qp[r]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
