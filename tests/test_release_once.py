@@ -174,14 +174,16 @@ def test_no_raw_data_retained():
 
     for name, value in vars(tab).items():
         walk(value)
-    # only the released Gram matrices (k, pf, pf) and per-column public vectors
+    # only the released Gram matrices (k, pf, pf), per-column public vectors and the
+    # public knots (a function of knots and grid)
     for shape in seen:
-        assert shape in {(tab.blocks, pf, pf), (4,)}, shape
+        assert shape in {(tab.blocks, pf, pf), (4,), (tab.knots + 1,)}, shape
+    np.testing.assert_array_equal(tab.knot_values, np.linspace(-1, 1, tab.knots + 1))
     assert all(s[0] != n for s in seen if len(s))
     assert set(vars(tab)) == {"_grams", "names", "bounds", "centers", "knots", "block_rows",
                               "n", "epsilon", "sensitivity", "noise_scale", "mechanism",
                               "hardened", "_boot_seed", "n_queries", "_groups", "privacy",
-                              "auto_epsilon"}
+                              "auto_epsilon", "knot_values"}
 
 
 # --- level and power ----------------------------------------------------------------------

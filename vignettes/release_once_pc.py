@@ -339,7 +339,8 @@ def main(argv=None):
     ap.add_argument("--responses", default="quadratic")
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 5.0, 20.0])
     ap.add_argument("--blocks", type=int, nargs="+", default=[1])
-    ap.add_argument("--knots", type=int, default=6)
+    ap.add_argument("--knots", type=lambda v: v if v == "auto" else int(v), default=6,
+                    help="an integer, or auto (the release default; stress study)")
     ap.add_argument("--classes", nargs="+", default=[
         "additive1", "additive3", "additive5", "product2", "product3", "osc1", "osc2", "osc3",
         "osc4", "raw_units", "skewed_z", "heavy_z", "discrete_z", "binary_z", "binary_x",

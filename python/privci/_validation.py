@@ -125,7 +125,9 @@ def public_centres(value, name, ncol):
 
 
 def check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)):          # True is not the integer 1 here
+        raise TypeError(f"`{name}` must be an integer; got {value!r} instead.")
+    if not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
             value = int(value)
         else:

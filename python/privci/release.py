@@ -12,7 +12,9 @@ The mechanism (proof on the documentation page "Release once, test many")
 
 1. **Features** (public).  Column v is centred and scaled, u_v = clip((x_v -
    c_v) / b_v, -1, 1), and expanded in the K + 1 *hat functions* (piecewise
-   linear B-splines) on the uniform knots t_k = -1 + 2k / K of [-1, 1].  The hat
+   linear B-splines) on the uniform knots t_k = -1 + 2k / K of [-1, 1]; with the
+   default ``knots="auto"`` K is chosen by the public rule :func:`release_knots` from
+   n, epsilon and V (``privci.causal.pc`` uses K = 6).  The hat
    values of one variable are non-negative and sum to 1; each is rounded
    *down* to the grid 2^-16, so they stay non-negative with sum at most 1.  The
    row's feature vector f (length V (K + 1) for V columns) therefore has
@@ -47,11 +49,14 @@ The mechanism (proof on the documentation page "Release once, test many")
      recomputed every draw) and H >= 1 a heteroscedasticity factor from the
      released conditional variances of the responses given each column of S.
 
-   In both modes a **fit check** compares T with the same statistic from an
-   unpenalised (floor-only) fit; the difference B is added to the variance as
-   an allowance (minus its own noise share), and a query whose allowance is
-   more than half the variance is flagged ``trusted=False``.  Queries whose
-   released residual variances are not positive get p = 1 and the flag.
+   In both modes two **fit checks** add a bias allowance to the variance: B, the
+   difference to the same statistic from an unpenalised (floor-only) fit, and the
+   **nested check** B_n, the difference to the statistic of a coarser fit in the
+   test basis' span (every second knot, the clipping one knot further in; for a
+   smooth conditional mean the test fit's bias is about a third of B_n), each
+   squared minus its own bootstrap noise.  A query whose allowance is more than
+   half the variance is flagged ``trusted=False``.  Queries whose released
+   residual variances are not positive get p = 1 and the flag.
 
 Everything a test uses is released or public; the object never holds a row.
 """
@@ -61,6 +66,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Tuple
 
 import numpy as np
@@ -79,7 +85,12 @@ _SCALE_UNIT = 1.0 / float(1 << (2 * SCALE_BITS))   # one unit of the exact sums
 _EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to float exactly
 _CHUNK = 1 << 14
 DEFAULT_KNOTS = 6              # PC's K intervals on [-1, 1]: K + 1 hat functions per column
-RELEASE_KNOTS = 12             # privci.release's default (level on issue 23's stress classes)
+RELEASE_KNOTS = "auto"         # privci.release's default: the public rule release_knots()
+KNOT_CHOICES = (12, 16, 24, 32, 48, 64)     # the rule's choices of K (uniform intervals)
+RULE_RANGE = 0.5               # the rule keeps the hats within u = +-0.5 (2 sd) resolved
+NOISE_RATIO = 1.0              # the rule: reference noise variance <= this x sampling's
+CHECK_BOOT = 50               # draws for the fit checks' noise (T's variance uses all)
+BOOT_BATCH = 25                # bootstrap draws per batch (memory)
 DEFAULT_BLOCKS = 1
 N_BOOT = 200
 CERTIFY_SHARE = 0.5
@@ -99,6 +110,23 @@ ADDITIVE_FAILSAFE = (
     "(the fail-safe, not evidence of independence).  Pass assume_additive=True to state "
     "that E[x_i | S] and E[x_j | S] are additive in the columns of S.")
 CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
+
+
+def _group_noise_sd(g, scale):
+    """Noise sd of the released mass 1_g^T G 1_g of a group of g hats (upper-triangle
+    Laplace noise of ``scale``: g diagonal entries, g (g - 1) / 2 off-diagonal ones
+    counted twice; Var(Laplace) = 2 scale^2)."""
+    return scale * math.sqrt(2.0 * (g + 2 * g * (g - 1)))
+
+
+def _check_knots(knots):
+    """``knots``: "auto" (None: the rule :func:`release_knots`) or an integer in [1, 64]."""
+    if _is_auto(knots):
+        return None
+    K = V.check_int(knots, "knots", 1)
+    if K > 64:
+        raise ValueError(f"`knots` must be 'auto' or an integer in [1, 64]; got {K} instead.")
+    return K
 
 
 def _is_auto(value):
@@ -131,6 +159,87 @@ def release_sensitivity(n_vars):
     return float(v * v + v)
 
 
+def release_knots(n, epsilon, n_vars, blocks=1):
+    """The public rule for the release's resolution K (``knots="auto"``).
+
+    Bias first, within a noise budget.  Starting from the coarsest choice (12, the
+    previous fixed default), K is refined through ``KNOT_CHOICES`` while both
+    conditions hold on a *reference table* (the expected Gram matrix of independent
+    normal columns at 4-sd bounds, the reference the bounds are chosen for, plus one
+    public draw of the release's noise at this n, epsilon, V and blocks):
+
+    1. **resolved**: the query-time grouping (:meth:`ReleasedTable.active_range`) keeps
+       every hat within u = +-0.5 (2 standard deviations) on its own;
+    2. **noise at most the sampling variance**: the bootstrap noise variance of the
+       test statistic of (0, 1 | 2) is at most ``NOISE_RATIO`` = 1 times its sampling
+       variance (privacy at most doubles the variance of the statistic).
+
+    Finer knots cut the fit's bias (E[x | z] is resolved at spacing 8 / K sd) and raise
+    the noise of the fit (its variance grows about as K^2); the rule stops where the
+    noise would dominate.  The nested fit check of :meth:`ReleasedTable.test` measures
+    what the coarser half of the chosen basis misses.  Only public numbers enter, so
+    the choice costs no privacy; it is cached per (n, epsilon, V, blocks).
+
+    Examples
+    --------
+    >>> release_knots(10_000, 1.0, 3), release_knots(10_000, 100.0, 3)
+    (12, 64)
+    """
+    return _release_knots(V.check_int(n, "n", 1), V.positive_finite(epsilon, "epsilon"),
+                          V.check_int(n_vars, "n_vars", 1), V.check_int(blocks, "blocks", 1))
+
+
+@lru_cache(maxsize=256)
+def _release_knots(n, eps, nv, k):
+    sc = math.sqrt(k) * release_sensitivity(nv) / eps          # pooled noise scale
+    best = KNOT_CHOICES[0]
+    for K in KNOT_CHOICES[1:]:      # refine until a condition fails
+        resolved, ratio = _reference_check(n, sc, K)
+        if not resolved or ratio > NOISE_RATIO:
+            break
+        best = K
+    return best
+
+
+def _reference_table(n, scale, K, seed, nv=3, epsilon=1.0):
+    """A public planning table: the expected Gram matrix of ``nv`` independent standard
+    normal columns at 4-sd bounds on K uniform intervals, plus one draw of Laplace noise of
+    ``scale`` on its upper triangle (``seed``: a seed or a Generator; public and
+    reproducible)."""
+    K1 = K + 1
+    m2, m1 = _hat_moments(K)
+    pf = nv * K1
+    E = np.outer(np.tile(m1, nv), np.tile(m1, nv))
+    for v in range(nv):
+        E[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1] = m2
+    gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    iu = np.triu_indices(pf)
+    g = np.zeros((pf, pf))
+    g[iu] = n * E[iu] + gen.laplace(0.0, scale, iu[0].size)
+    g = g + np.triu(g, 1).T
+    return ReleasedTable(grams=g[None], names=list(range(nv)), bounds=np.full(nv, 4.0),
+                         centers=np.zeros(nv), knots=K, block_rows=[n],
+                         epsilon=epsilon, sensitivity=release_sensitivity(nv),
+                         noise_scale=scale, mechanism="planning draw", hardened=False,
+                         charge_statement="planning draw (synthetic, public)",
+                         boot_seed=int(gen.integers(2 ** 31)))
+
+
+def _reference_check(n, scale, K):
+    """The rule's two conditions on :func:`_reference_table`: whether the grouping keeps
+    every hat within u = +-RULE_RANGE on its own, and the bootstrap noise variance /
+    sampling variance of the linear statistic of (0, 1 | 2)."""
+    tab = _reference_table(n, scale, K, seed=[20261126, K])
+    lo, hi = tab.active_range(2)
+    resolved = lo <= -RULE_RANGE and hi >= RULE_RANGE
+    parts = tab.test(0, 1, [2], responses="linear").variance_parts
+    if not parts:
+        return resolved, math.inf
+    noise = parts["noise_bootstrap"][0]
+    samp = parts["base"][0] - noise
+    return resolved, (noise / samp if samp > 0 else math.inf)
+
+
 def hat_features(u, knots=DEFAULT_KNOTS):
     """Hat-function features of scaled values ``u`` (m, V) in [-1, 1]: integers in units 2^-16.
 
@@ -143,7 +252,6 @@ def hat_features(u, knots=DEFAULT_KNOTS):
         u = u[:, None]
     m, nv = u.shape
     K = int(knots)
-    grid = np.linspace(-1.0, 1.0, K + 1)
     # position in knot units; the hats at floor(pos) and floor(pos) + 1 carry 1 - w and w
     pos = (u + 1.0) * (K / 2.0)
     lo = np.clip(np.floor(pos).astype(np.int64), 0, K - 1)
@@ -154,7 +262,6 @@ def hat_features(u, knots=DEFAULT_KNOTS):
         base = v * (K + 1)
         out[rows, base + lo[:, v]] += np.floor((1.0 - w[:, v]) * _ONE).astype(np.int64)
         out[rows, base + lo[:, v] + 1] += np.floor(w[:, v] * _ONE).astype(np.int64)
-    del grid
     return out
 
 
@@ -272,6 +379,7 @@ class ReleasedTable:
         self.bounds = np.asarray(bounds, dtype=float)
         self.centers = np.asarray(centers, dtype=float)
         self.knots = int(knots)
+        self.knot_values = np.linspace(-1.0, 1.0, self.knots + 1)      # public
         self.block_rows = tuple(int(r) for r in block_rows)
         self.n = int(sum(self.block_rows))
         self.epsilon = float(epsilon)
@@ -365,10 +473,8 @@ class ReleasedTable:
         sc = self.noise_scale * math.sqrt(self.blocks)
 
         def ok(idx):
-            g = len(idx)
             mass = float(G[np.ix_(idx, idx)].sum())
-            sd = sc * math.sqrt(2.0 * (g + 2 * g * (g - 1)))
-            return mass >= MIN_SNR * sd
+            return mass >= MIN_SNR * _group_noise_sd(len(idx), sc)
 
         lo, hi = 0, K1 - 1
         while hi - lo > 2 and not ok(list(range(0, lo + 1))):
@@ -408,7 +514,7 @@ class ReleasedTable:
         """The released clipping range (t_lo, t_hi) of column v on the scaled axis [-1, 1]."""
         v = self._index(v, "v")
         g = self._groups[v]
-        t = np.linspace(-1.0, 1.0, self.knots + 1)
+        t = self.knot_values
         return float(t[g[0][-1]]), float(t[g[-1][0]])
 
     def _design(self, a, b, ss, powers=(1,)):
@@ -417,7 +523,7 @@ class ReleasedTable:
         (the grouped hats of the columns in S, or a constant)."""
         K1 = self.knots + 1
         pf = len(self.names) * K1
-        t = np.linspace(-1.0, 1.0, K1)
+        t = self.knot_values
         cols = []
         for v in (a, b):
             for power in powers:
@@ -449,6 +555,47 @@ class ReleasedTable:
             from scipy.linalg import block_diag
             pen = block_diag(*blocks)
         return np.column_stack(cols), pen
+
+    def _coarse_map(self, ss):
+        """The nested coarse basis of the regressors (the nested fit check's second fit).
+
+        Per column s of S the test basis is the hat basis of u_s clipped to its active
+        range, on the knots g = 0..m-1 of its groups.  The coarse basis is the hat basis
+        of u_s clipped one knot further in (at group knots 1 and m - 2), on every second
+        knot in between (m <= 3: the two end knots, a line).  It is piecewise linear
+        with breakpoints at test knots, so it lies in the test span: the check measures
+        both what the finer half of the knots adds and what the outermost kept knots
+        add.  Returns the map R (test regressors x coarse regressors) and the coarse
+        second-difference penalty, or (None, None) without S.  Post-processing only.
+        """
+        if not ss:
+            return None, None
+        from scipy.linalg import block_diag
+        maps, pens = [], []
+        for pos, s_col in enumerate(ss):
+            m = len(self._groups[s_col])
+            if m >= 4:
+                ks = list(range(1, m - 1, 2))
+                if ks[-1] != m - 2:
+                    ks.append(m - 2)
+            else:
+                ks = [0, m - 1]
+            R = np.zeros((m, len(ks)))
+            for g in range(m):
+                if g <= ks[0]:
+                    R[g, 0] = 1.0
+                elif g >= ks[-1]:
+                    R[g, -1] = 1.0
+                else:
+                    j = int(np.searchsorted(ks, g, side="right")) - 1
+                    w = (g - ks[j]) / (ks[j + 1] - ks[j])
+                    R[g, j], R[g, j + 1] = 1.0 - w, w
+            D = np.diff(np.eye(len(ks)), 2, axis=0)
+            if pos:                      # as in _design: the first group / hat is dropped
+                R, D = R[1:, 1:], D[:, 1:]
+            maps.append(R)
+            pens.append(D.T @ D)
+        return block_diag(*maps), block_diag(*pens)
 
     @staticmethod
     def _stat(M, pen, lam, floor, nr=2):
@@ -551,6 +698,14 @@ class ReleasedTable:
         floor = lam
         c_pen = self._stat(M, pen, lam, floor, nr)
         c_free = self._stat(M, 0.0 * pen, lam, floor, nr)
+        Rc, pen_c = self._coarse_map(ss)
+        if Rc is not None:
+            from scipy.linalg import block_diag
+            Pc = block_diag(np.eye(nr), Rc)          # test coordinates <- coarse ones
+
+        def coarse(Ms):
+            """The coarse fit's residual maps, in test coordinates."""
+            return Pc @ self._stat(Pc.T @ Ms @ Pc, pen_c, lam, floor, nr)
 
         def gram(Ms, c):
             return np.einsum("...qr,...qs,...st->...rt", c, Ms, c, optimize=True)
@@ -559,25 +714,42 @@ class ReleasedTable:
         T = G[ra, rb]
         Taa, Tbb = G[ra, ra], G[rb, rb]
         B = T - gram(M, c_free)[ra, rb]
+        # the nested fit check: the statistic's change from the coarse to the test basis
+        Bn = T - gram(M, coarse(M))[ra, rb] if Rc is not None else None
         names = (self.names[a], self.names[b], tuple(self.names[s] for s in ss))
         # the bootstrap's seed is a function of the query: a repeated or mirrored query
         # gets the same answer
         rng = np.random.default_rng([self._boot_seed, min(a, b), max(a, b), *ss])
         self.n_queries += 1
         # parametric bootstrap over the released noise scale, on the used features only
+        # (in batches: the same draws in the same order as one (N_BOOT, ...) draw)
         used = np.flatnonzero(np.any(C != 0, axis=1))
         Cu = C[used]
-        nb = N_BOOT
-        E = np.zeros((nb, used.size, used.size))
         iu_u = np.triu_indices(used.size)
-        E[:, iu_u[0], iu_u[1]] = rng.laplace(0.0, pooled_scale, (nb, iu_u[0].size))
-        E = E + np.triu(E, 1).swapaxes(-1, -2)
-        Mstar = M[None] + np.einsum("pq,bpr,rs->bqs", Cu, E, Cu, optimize=True)
-        Ts = gram(Mstar, self._stat(Mstar, pen, lam, floor, nr))[:, ra, rb]
-        Bs = Ts - gram(Mstar, self._stat(Mstar, 0.0 * pen, lam, floor, nr))[:, ra, rb]
+        Ts, Bs, Bns = [], [], []
+        for start in range(0, N_BOOT, BOOT_BATCH):
+            nb = min(BOOT_BATCH, N_BOOT - start)
+            E = np.zeros((nb, used.size, used.size))
+            E[:, iu_u[0], iu_u[1]] = rng.laplace(0.0, pooled_scale, (nb, iu_u[0].size))
+            E = E + np.triu(E, 1).swapaxes(-1, -2)
+            Mstar = M[None] + np.einsum("pq,bpr,rs->bqs", Cu, E, Cu, optimize=True)
+            ts = gram(Mstar, self._stat(Mstar, pen, lam, floor, nr))[:, ra, rb]
+            Ts.append(ts)
+            if start >= CHECK_BOOT:      # the checks' noise needs fewer draws than T's
+                continue
+            Bs.append(ts - gram(Mstar, self._stat(Mstar, 0.0 * pen, lam, floor, nr))[:, ra, rb])
+            if Rc is not None:
+                Bns.append(ts - gram(Mstar, coarse(Mstar))[:, ra, rb])
+        Ts, Bs = np.concatenate(Ts), np.concatenate(Bs)
         var_noise = np.mean((Ts - T) ** 2, axis=0)
         var_B_noise = np.mean((Bs - B) ** 2, axis=0)
         allow2 = np.maximum(0.0, B * B - var_B_noise)
+        if Rc is not None:
+            # the coarse fit's bias estimate (its noise second moment removed): for a
+            # smooth conditional mean the test fit's bias is about a third of it, so the
+            # whole of it over-covers
+            var_Bn_noise = np.mean((np.concatenate(Bns) - Bn) ** 2, axis=0)
+            allow2 = allow2 + np.maximum(0.0, Bn * Bn - var_Bn_noise)
         if k >= 2:
             Tb = gram(Mb, c_pen[None])[:, ra, rb]
             base = k * np.var(Tb, axis=0, ddof=1)
@@ -651,7 +823,7 @@ class ReleasedTable:
             return out
         K1 = self.knots + 1
         G = self.gram
-        t = np.linspace(-1.0, 1.0, K1)
+        t = self.knot_values
         resp = C[:, :nr]                       # f(t_l) on the response column's hats
         # f^2 on the same hats: square the coefficients (the interpolant of f^2)
         resp2 = resp ** 2
@@ -716,14 +888,18 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         Disjoint row blocks (by position), each released with the full epsilon
         (parallel composition).  ``blocks >= 2``: block-wise t statistic; 1: one
         Gram matrix with a delta/bootstrap calibration (homoscedastic sampling model).
-    knots : int, default 12
-        Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).  The
-        fit cannot see what varies faster than the knots: on issue 23's stress classes
-        (fresh seed, 500 tables per cell, n = 10^4, epsilon 1 to 100) ``knots=6`` rejected
-        true nulls up to 0.75 (one oscillation of E[x | z]) and 0.66 (heavy-tailed z) at
-        large epsilon; 12 brings both to at most 0.09 (two or more oscillations still
-        fail; see the documentation's "Release once" page).  ``privci.causal.pc`` uses
-        6 (its adjacency F1 was measured there; a false rejection keeps an edge).
+    knots : "auto" or int in [1, 64], default "auto"
+        Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
+        ``"auto"``: K by the public rule :func:`release_knots` (from 12 up to 64 as
+        long as the hats within 2 sd stay resolved and the privacy noise at most
+        doubles the statistic's variance on a reference table; it grows with
+        n epsilon / V^2).  An integer: that many intervals.  The fit cannot see what varies faster than its
+        knots; the nested fit check measures what the coarser half of the basis misses.
+        A fixed ``knots=12`` (the previous default) rejected true nulls with two or more
+        oscillations of E[x | z] up to 100% of the time; see the documentation's
+        "Release once" page for both measured.  ``privci.causal.pc`` uses 6 uniform
+        intervals (its adjacency F1 was measured there; a false rejection keeps an
+        edge).
     auto_share : float in (0, 1), default 0.1
         The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
         composition: they and the Gram matrices together are ``epsilon``-DP); unused
@@ -752,9 +928,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     c = None if auto_c else V.public_centres(centers, "centers", nv)
     share = _check_auto_share(auto_share)
     k = V.check_int(blocks, "blocks", 1)
-    K = V.check_int(knots, "knots", 1)
-    if K > 64:
-        raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
+    K = _check_knots(knots)
     if n < 2 * k:
         raise ValueError(f"`blocks` must leave at least 2 rows per block; got blocks={k} for "
                          f"n={n} rows instead.")
@@ -767,6 +941,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
             raise TypeError("`budget` must be None or a privci.PrivacyBudget; got "
                             f"{type(budget).__name__} instead.")
     sens_base = release_sensitivity(nv)
+    eps_auto = share * eps if (auto_b or auto_c) else 0.0
+    eps_gram = remaining(eps, eps_auto) if eps_auto else eps
+    if K is None:                    # the public rule (n, epsilon, V, blocks only)
+        K = release_knots(n, eps_gram, nv, k)
     pf = nv * (K + 1)
     ntri = pf * (pf + 1) // 2
     edges = _block_bounds(n, k)
@@ -774,8 +952,6 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     sens = sens_base + _conversion_slack(int(rows.max()), ntri)
     # the release plan: the private centres/bounds (if any) and the Gram matrices; the
     # exact remainder (a float eps - eps_auto can round up and overspend by an ulp)
-    eps_auto = share * eps if (auto_b or auto_c) else 0.0
-    eps_gram = remaining(eps, eps_auto) if eps_auto else eps
     plan = ReleasePlan(eps, {"centres/bounds": eps_auto, "Gram matrices": eps_gram}, eps_gram,
                        details=f"Gram matrices of {nv} columns, {k} row blocks"
                        + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
@@ -825,28 +1001,12 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
     standard-normal columns (4-sd bounds) plus the release's noise; per order the median
     detectable correlation, resolvability under ``power_rule`` and the power at ``effect``."""
     from scipy.special import ndtr
-    K1 = knots + 1
-    m2, m1 = _hat_moments(knots)
-    pf = V_ * K1
-    E = np.outer(np.tile(m1, V_), np.tile(m1, V_))
-    for v in range(V_):
-        E[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1] = m2
-    sens = release_sensitivity(V_)
-    scale = sens / epsilon
+    scale = release_sensitivity(V_) / epsilon
     gen = np.random.default_rng(rng)
     dets = np.zeros((draws, top + 1))
     untrusted = np.zeros((draws, top + 1))
-    iu = np.triu_indices(pf)
     for d in range(draws):
-        g = np.zeros((pf, pf))
-        g[iu] = n * E[iu] + gen.laplace(0.0, scale, iu[0].size)
-        g = g + np.triu(g, 1).T
-        tab = ReleasedTable(grams=g[None], names=list(range(V_)), bounds=np.full(V_, 4.0),
-                            centers=np.zeros(V_), knots=knots, block_rows=[n],
-                            epsilon=epsilon, sensitivity=sens, noise_scale=scale,
-                            mechanism="planning draw", hardened=False,
-                            charge_statement="planning draw (synthetic, public)",
-                            boot_seed=int(gen.integers(2 ** 31)))
+        tab = _reference_table(n, scale, knots, gen, nv=V_, epsilon=epsilon)
         for o in range(top + 1):
             res = tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True)
             dets[d, o] = res.detectable_correlation
