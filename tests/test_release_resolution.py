@@ -134,3 +134,10 @@ def test_auto_resolution_keeps_the_level_on_an_oscillating_null():
     rej = sum(_osc_table(5000, 100.0, "auto", rng).test(0, 1, [2]).pvalue <= 0.05
               for _ in range(40))
     assert rej <= 6
+
+
+def test_resolution_is_the_knot_spacing_in_data_units():
+    X = np.random.default_rng(4).normal(size=(2000, 3)) * [1.0, 2.0, 10.0]
+    tab = privci.release(X, epsilon=5.0, bounds=[4.0, 8.0, 40.0], knots=16, rng=1)
+    np.testing.assert_allclose(tab.resolution, [0.5, 1.0, 5.0])
+    assert "knots=16" in repr(tab)
