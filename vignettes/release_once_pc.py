@@ -125,7 +125,7 @@ def run_level(args):
             mu, sd = design_scales(kind, s)
             for eps in args.eps:
                 for blocks in args.blocks:
-                    rng = np.random.default_rng(1000 + 7 * s + int(eps))
+                    rng = np.random.default_rng([args.seed, 7 * s, int(100 * eps), blocks])
                     rej, untrusted, t0 = 0, 0, time.time()
                     for r in range(args.reps):
                         X = (null_design(kind, s, args.n, rng) - mu) / sd
@@ -144,7 +144,8 @@ def run_level(args):
                           flush=True)
     if args.tag:
         path = _write_summary(f"release_once_level_{args.tag}_summary.csv",
-                              f"reps={args.reps} n={args.n} responses={args.responses}",
+                              f"reps={args.reps} n={args.n} seed={args.seed} "
+                              f"knots={args.knots} responses={args.responses}",
                               "design,S,eps,blocks,rejection,lo,hi,untrusted", rows)
     print("\n| design | S | eps | blocks | rejection at 0.05 | 95% MC interval | untrusted |")
     print("|---|---|---|---|---|---|---|")
@@ -193,7 +194,7 @@ def run_stress(args):
     if args.tag:
         _write_summary(f"release_once_stress_{args.tag}_summary.csv",
                        f"reps={args.reps} n={args.n} seed={args.seed} "
-                       f"responses={args.responses}",
+                       f"knots={args.knots} responses={args.responses}",
                        "class,d,eps,rejection,lo,hi,untrusted", rows)
     print("\n| class | d | eps | rejection at 0.05 | 95% Wilson interval | untrusted |")
     print("|---|---|---|---|---|---|")
