@@ -122,6 +122,19 @@ MUTANTS = [
     Mutant("block-variance-doubled", "_spline.py",
            r"block_var = k \* np\.var\(", "block_var = 2 * k * np.var(",
            "between-block variance counted twice (conservative)", 1, False),
+    # --- the release (issue 24); run with --tests tests/test_release_once.py
+    #     tests/test_release_resolution.py ---------------------------------------------
+    Mutant("release-sens-understated", "release.py",
+           r"return float\(v \* v \+ v\)", "return float(v * v)",
+           "release: L1 sensitivity V^2 instead of V^2 + V", 1, False),
+    Mutant("release-no-nested-check", "release.py",
+           r"allow2 = allow2 \+ np\.maximum\(0\.0, Bn \* Bn - var_Bn_noise\)",
+           "allow2 = allow2", "release test: the nested fit check's allowance dropped", 1,
+           False),
+    Mutant("release-rule-ignores-noise", "release.py",
+           r"if not resolved or ratio > NOISE_RATIO:", "if not resolved:",
+           "release rule: the noise condition dropped (finer K than the rule allows)", 1,
+           False),
 ]
 
 

@@ -225,7 +225,8 @@ class PrivateCITest:
             if isinstance(value, str):
                 raise ValueError(f"`{name}={value!r}` is not available per test: release the "
                                  "table once with privci.release(data, epsilon=..., "
-                                 f"{name}='auto', budget=budget) and pass table=; or release "
+                                 f"{name}='auto', knots=6, budget=budget) and pass table=; "
+                                 "or release "
                                  "them with privci.bounds.private_bounds.  Nothing was charged.")
         self.bounds = V.positive_bounds(bounds, "bounds", p)
         self.centers = V.public_centres(centers, "centers", p)
@@ -807,7 +808,7 @@ def register_causallearn(name="privgcm"):
     :func:`worst_case_tests` (or ``max_tests``), decided before any test.
 
     Release once instead (recommended): ``tab = privci.release(X,
-    epsilon=..., bounds=..., budget=budget)``, then ``pc(X, alpha,
+    epsilon=..., bounds=..., budget=budget, knots=6)`` (PC's resolution), then ``pc(X, alpha,
     "privgcm", table=tab)`` and ``fci(X, "privgcm", alpha, table=tab)``
     answer every question from the one release.  causal-learn's own search
     needs a numpy array: pass ``df.to_numpy()`` and ``names=list(df.columns)``.
