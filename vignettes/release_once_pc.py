@@ -180,7 +180,7 @@ def run_stress(args):
             for r in range(args.reps):
                 x, y, z, _, _ = LS.draw(cls, args.n, rng)
                 X = np.column_stack([x, y, z])
-                tab = privci.release(X, epsilon=eps, bounds=4.0 * sd, centers=mu, rng=rng,
+                tab = privci.release(X, epsilon=eps, bounds=args.width * sd, centers=mu, rng=rng,
                                      knots=args.knots)
                 res = tab.test(0, 1, list(range(2, X.shape[1])), responses=args.responses,
                                assume_additive=True)
@@ -194,7 +194,7 @@ def run_stress(args):
     if args.tag:
         _write_summary(f"release_once_stress_{args.tag}_summary.csv",
                        f"reps={args.reps} n={args.n} seed={args.seed} "
-                       f"knots={args.knots} responses={args.responses}",
+                       f"knots={args.knots} width={args.width} responses={args.responses}",
                        "class,d,eps,rejection,lo,hi,untrusted", rows)
     print("\n| class | d | eps | rejection at 0.05 | 95% Wilson interval | untrusted |")
     print("|---|---|---|---|---|---|")
@@ -340,6 +340,8 @@ def main(argv=None):
     ap.add_argument("--responses", default="quadratic")
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 5.0, 20.0])
     ap.add_argument("--blocks", type=int, nargs="+", default=[1])
+    ap.add_argument("--width", type=float, default=4.0,
+                    help="stress study: public bounds in pilot standard deviations")
     ap.add_argument("--knots", type=lambda v: v if v == "auto" else int(v), default=6,
                     help="an integer, or auto (the release default; stress study)")
     ap.add_argument("--classes", nargs="+", default=[
