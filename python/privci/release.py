@@ -324,7 +324,8 @@ class ReleasedTestResult:
         T / n for the linear pair (u_i, u_j), the released estimate of E[r_i r_j] on the
         scaled columns.
     allowance_share : float
-        The fit check: the share of the variance taken by the fit allowance B^2.
+        The fit checks: the share of the variance taken by the bias allowance (the
+        penalised-versus-unpenalised difference B^2 plus the nested check's B_n^2).
     fit_ok : bool
         ``allowance_share <= 0.5``.
     trusted : bool
@@ -837,7 +838,6 @@ class ReleasedTable:
             return out
         K1 = self.knots + 1
         G = self.gram
-        t = self.knot_values
         resp = C[:, :nr]                       # f(t_l) on the response column's hats
         # f^2 on the same hats: square the coefficients (the interpolant of f^2)
         resp2 = resp ** 2
@@ -867,7 +867,6 @@ class ReleasedTable:
             with np.errstate(divide="ignore", invalid="ignore"):
                 fac = np.where(den > 0, num / den, 1.0)
             out = np.maximum(out, np.nan_to_num(fac, nan=1.0, posinf=1.0))
-        del t
         return out
 
     def pvalue(self, i, j, S=(), assume_additive=False):
