@@ -132,9 +132,16 @@ MUTANTS = [
            "allow2 = allow2", "release test: the nested fit check's allowance dropped", 1,
            False),
     Mutant("release-rule-ignores-noise", "release.py",
-           r"if not resolved or ratio > NOISE_RATIO:", "if not resolved:",
+           r"lo > -RULE_RANGE or hi < RULE_RANGE or ratio > NOISE_RATIO:",
+           "lo > -RULE_RANGE or hi < RULE_RANGE:",
            "release rule: the noise condition dropped (finer K than the rule allows)", 1,
            False),
+    Mutant("release-no-spacing-failsafe", "release.py",
+           r"elif not h <= MAX_SPACING \* sd:", "elif False:",
+           "release test: the knot-spacing fail-safe dropped", 1, False),
+    Mutant("release-no-clipped-failsafe", "release.py",
+           r"if self\.clipped_share\(v\) > MAX_CLIPPED:", "if False:",
+           "release test: the clipped-share fail-safe dropped", 1, False),
 ]
 
 

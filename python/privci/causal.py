@@ -454,7 +454,7 @@ class PrivateCITest:
         if self.table is not None:      # post-processing of a release: nothing is charged
             i, j, ss = key
             res = self.table.test(i, j, list(ss), responses=self.responses,
-                                  assume_additive=True)
+                                  assume_additive=True, assume_smooth=True)
             pv = res.pvalue
             from .release import QUADRATIC_MAX_S
             if self.responses == "quadratic" and len(ss) > QUADRATIC_MAX_S:

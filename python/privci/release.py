@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Tuple
@@ -86,7 +87,7 @@ _EXACT_ROWS = 1 << 21          # sums of products on the grid 2^-32 convert to f
 _CHUNK = 1 << 14
 DEFAULT_KNOTS = 6              # PC's K intervals on [-1, 1]: K + 1 hat functions per column
 RELEASE_KNOTS = "auto"         # privci.release's default: the public rule release_knots()
-KNOT_CHOICES = (12, 16, 24, 32, 48, 64)     # the rule's choices of K (uniform intervals)
+KNOT_CHOICES = (24, 32, 48, 64)     # the rule's choices of K (uniform intervals)
 RULE_RANGE = 0.5               # the rule keeps the hats within u = +-0.5 (2 sd) resolved
 NOISE_RATIO = 1.0              # the rule: reference noise variance <= this x sampling's
 CHECK_BOOT = 50               # draws for the fit checks' noise (T's variance uses all)
@@ -109,6 +110,11 @@ ADDITIVE_FAILSAFE = (
     "cannot see a product of two of them, which can reject a true null every time; p = 1 "
     "(the fail-safe, not evidence of independence).  Pass assume_additive=True to state "
     "that E[x_i | S] and E[x_j | S] are additive in the columns of S.")
+# the resolution fail-safe: a conditioning column's knot spacing must be at most
+# MAX_SPACING of its released standard deviation, and at most MAX_CLIPPED of its rows may
+# lie in the merged (clipped) outer hat groups, unless assume_smooth=True
+MAX_SPACING = 0.4
+MAX_CLIPPED = 0.15
 CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
 
 
@@ -162,8 +168,10 @@ def release_sensitivity(n_vars):
 def release_knots(n, epsilon, n_vars, blocks=1):
     """The public rule for the release's resolution K (``knots="auto"``).
 
-    Bias first, within a noise budget.  Starting from the coarsest choice (12, the
-    previous fixed default), K is refined through ``KNOT_CHOICES`` while both
+    Bias first, within a noise budget.  Starting from the coarsest choice, 24 (spacing
+    1/3 sd at 4-sd bounds: the finest spacing the resolution fail-safe of
+    :meth:`ReleasedTable.test` accepts, 0.4 sd, with a margin for the released sd's
+    noise), K is refined through ``KNOT_CHOICES`` while both
     conditions hold on a *reference table* (the expected Gram matrix of independent
     normal columns at 4-sd bounds, the reference the bounds are chosen for, plus one
     public draw of the release's noise at this n, epsilon, V and blocks):
@@ -183,7 +191,7 @@ def release_knots(n, epsilon, n_vars, blocks=1):
     Examples
     --------
     >>> release_knots(10_000, 1.0, 3), release_knots(10_000, 100.0, 3)
-    (12, 64)
+    (24, 64)
     """
     return _release_knots(V.check_int(n, "n", 1), V.positive_finite(epsilon, "epsilon"),
                           V.check_int(n_vars, "n_vars", 1), V.check_int(blocks, "blocks", 1))
@@ -194,8 +202,8 @@ def _release_knots(n, eps, nv, k):
     sc = math.sqrt(k) * release_sensitivity(nv) / eps          # pooled noise scale
     best = KNOT_CHOICES[0]
     for K in KNOT_CHOICES[1:]:      # refine until a condition fails
-        resolved, ratio = _reference_check(n, sc, K)
-        if not resolved or ratio > NOISE_RATIO:
+        lo, hi, ratio, _ = _reference_check(n, sc, K)
+        if lo > -RULE_RANGE or hi < RULE_RANGE or ratio > NOISE_RATIO:
             break
         best = K
     return best
@@ -225,19 +233,20 @@ def _reference_table(n, scale, K, seed, nv=3, epsilon=1.0):
                          boot_seed=int(gen.integers(2 ** 31)))
 
 
+@lru_cache(maxsize=256)
 def _reference_check(n, scale, K):
-    """The rule's two conditions on :func:`_reference_table`: whether the grouping keeps
-    every hat within u = +-RULE_RANGE on its own, and the bootstrap noise variance /
-    sampling variance of the linear statistic of (0, 1 | 2)."""
+    """On the reference table (:func:`_reference_table`): the released range (lo, hi) of
+    a conditioning column (``active_range``), the bootstrap noise variance / sampling
+    variance of the linear statistic of (0, 1 | 2), and the column's clipped share."""
     tab = _reference_table(n, scale, K, seed=[20261126, K])
     lo, hi = tab.active_range(2)
-    resolved = lo <= -RULE_RANGE and hi >= RULE_RANGE
-    parts = tab.test(0, 1, [2], responses="linear").variance_parts
+    clipped = tab.clipped_share(2)
+    parts = tab.test(0, 1, [2], responses="linear", assume_smooth=True).variance_parts
     if not parts:
-        return resolved, math.inf
+        return lo, hi, math.inf, clipped
     noise = parts["noise_bootstrap"][0]
     samp = parts["base"][0] - noise
-    return resolved, (noise / samp if samp > 0 else math.inf)
+    return lo, hi, (noise / samp if samp > 0 else math.inf), clipped
 
 
 def hat_features(u, knots=DEFAULT_KNOTS):
@@ -529,6 +538,82 @@ class ReleasedTable:
         t = self.knot_values
         return float(t[g[0][-1]]), float(t[g[-1][0]])
 
+    def column_moments(self, v):
+        """Released mean and standard deviation of column v, clipped to its active range,
+        on the scaled axis [-1, 1] (post-processing of the released diagonal block).
+
+        The hats of a column sum to one, so the row sums of its block are the hats'
+        masses; each merged outer group's mass sits at its inner knot (the test uses u
+        clipped there), so the noise of the empty outer hats does not enter.  Then
+        mean = sum_g t_g m_g / n, sd^2 = sum_g t_g^2 m_g / n - mean^2 (the hat
+        interpolation of u^2 overstates it by at most a quarter spacing squared).
+        Negative released masses count as zero.
+        """
+        v = self._index(v, "v")
+        m, t = self._group_masses(v)
+        m = np.maximum(m, 0.0)
+        tot = float(m.sum())
+        if not tot > 0:
+            return 0.0, 0.0
+        mean = float(m @ t / tot)
+        return mean, float(math.sqrt(max(0.0, float(m @ (t * t)) / tot - mean * mean)))
+
+    def _group_masses(self, v):
+        """Released masses of column v's hat groups and the knots they sit at."""
+        K1 = self.knots + 1
+        m = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1].sum(axis=1)
+        g = self._groups[v]
+        t = self.knot_values
+        mass = np.array([m[idx].sum() for idx in g])
+        at = np.array([t[g[0][-1]]] + [t[idx[0]] for idx in g[1:-1]] + [t[g[-1][0]]])
+        return mass, at
+
+    def clipped_share(self, v):
+        """Released share of column v's rows beyond its active range (post-processing).
+
+        The rows in the merged outer hat groups are fit as if clipped at the range's
+        ends: the hats wholly outside the range count fully, the boundary hat half (each
+        end's sum is taken before it is floored at zero, so the noise of empty hats
+        averages out).
+        """
+        v = self._index(v, "v")
+        K1 = self.knots + 1
+        m = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1].sum(axis=1)
+        g = self._groups[v]
+        lo, hi = g[0][-1], g[-1][0]
+        out = max(0.0, m[:lo].sum() + 0.5 * m[lo]) + max(0.0, m[hi + 1:].sum() + 0.5 * m[hi])
+        return float(min(1.0, out / max(float(m.sum()), 1e-300)))
+
+    def _resolution_failure(self, ss):
+        """Why the release cannot resolve E[. | S] (a caveat), or None (post-processing).
+
+        For each column of S: at most ``MAX_CLIPPED`` of its rows may lie beyond its
+        active range (where the privacy noise merged its hats), and the knot spacing
+        2 / K must be at most ``MAX_SPACING`` of its released sd."""
+        h = 2.0 / self.knots
+        for v in ss:
+            _, sd = self.column_moments(v)
+            name = self.names[v]
+            if self.clipped_share(v) > MAX_CLIPPED:
+                lo, hi = self.active_range(v)
+                what = (f"the privacy noise merges its outer hats: {self.clipped_share(v):.0%} "
+                        f"of its rows lie beyond its released range [{lo:.2f}, {hi:.2f}] on "
+                        f"the scaled axis (at most {MAX_CLIPPED:.0%} is allowed)")
+            elif not h <= MAX_SPACING * sd:
+                what = (f"its knot spacing is {h / sd:.2g} of its released standard deviation "
+                        f"(at most {MAX_SPACING:g} is needed)" if sd > 0 else
+                        "its released standard deviation is not positive")
+            else:
+                continue
+            return (f"conditioning column {name!r}: {what}.  The fit of E[x_i | S] cannot "
+                    "see what varies on a shorter scale (measured: E[x | z] oscillating "
+                    "with a period of two knot spacings rejected a true null every time); "
+                    "p = 1 (the fail-safe, not evidence of independence).  Release with "
+                    "more epsilon or rows, or pass assume_smooth=True to state that "
+                    "E[x_i | S] and E[x_j | S] vary on scales of at least three knot "
+                    "spacings (table.resolution).")
+        return None
+
     def _design(self, a, b, ss, powers=(1,)):
         """Columns of C (feature space): the response functions of column a (u_a^k for k in
         ``powers``, u_a clipped to its active range), the same for b, then the regressors
@@ -625,7 +710,8 @@ class ReleasedTable:
         c[..., nr:, :] = -beta
         return c
 
-    def test(self, i, j, S=(), *, responses="quadratic", alpha=None, assume_additive=False):
+    def test(self, i, j, S=(), *, responses="quadratic", alpha=None, assume_additive=False,
+             assume_smooth=False):
         """Test column i independent of column j given the columns S (post-processing only).
 
         Parameters
@@ -656,6 +742,18 @@ class ReleasedTable:
             its mean is (measured: 0.088 rejections of a true null at epsilon 100 with
             4-sd bounds, 0.025 with 8-sd bounds).  ``privci.causal.pc`` on a release
             states this assumption for its queries (see its caveats).
+        assume_smooth : bool, default False
+            The fit of E[x_i | S] is piecewise linear between knots (spacing
+            ``table.resolution``) and cannot see what varies on a shorter scale
+            (measured: E[x | z] oscillating with a period of two knot spacings rejects a
+            true null every time, at any epsilon).  False (default): the query is
+            answered only when, for every column of S, the knot spacing is at most
+            0.4 of the column's released standard deviation and the privacy noise
+            leaves its hats within 2 released standard deviations of its mean resolved;
+            otherwise p = 1 (the fail-safe), ``trusted`` is False and the caveat says
+            which column and why.  True: the user's public assumption that E[x_i | S]
+            and E[x_j | S] vary on scales of at least three knot spacings; the level
+            rests on it.  ``privci.causal.pc`` on a release states this assumption.
 
         Returns
         -------
@@ -669,8 +767,12 @@ class ReleasedTable:
         >>> tab = privci.release(X, epsilon=5.0, bounds=4.0, rng=1)
         >>> tab.test(0, 1, [2, 3]).pvalue            # products of z columns: fail-safe
         1.0
-        >>> 0 <= tab.test(0, 1, [2, 3], assume_additive=True).pvalue <= 1
+        >>> 0 <= tab.test(0, 1, [2, 3], assume_additive=True, assume_smooth=True).pvalue <= 1
         True
+        >>> coarse = privci.release(X, epsilon=5.0, bounds=4.0, knots=12, rng=1)
+        >>> res = coarse.test(0, 1, [2])               # spacing 2/3 sd: the fail-safe
+        >>> res.pvalue, res.trusted, "assume_smooth" in res.caveats[0]
+        (1.0, False, True)
         """
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
@@ -678,13 +780,20 @@ class ReleasedTable:
         if not isinstance(assume_additive, (bool, np.bool_)):
             raise TypeError("`assume_additive` must be True or False; got "
                             f"{assume_additive!r} instead.")
-        if not assume_additive:
-            a, b, ss = self._key(i, j, S)
-            if len(ss) >= 2:
-                names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
-                return ReleasedTestResult(
-                    math.nan, 1.0, "none", math.nan, math.nan, False, False, names,
-                    (ADDITIVE_FAILSAFE,), {}, (), math.inf)
+        if not isinstance(assume_smooth, (bool, np.bool_)):
+            raise TypeError("`assume_smooth` must be True or False; got "
+                            f"{assume_smooth!r} instead.")
+        a, b, ss = self._key(i, j, S)
+        why = None
+        if not assume_additive and len(ss) >= 2:
+            why = ADDITIVE_FAILSAFE
+        elif not assume_smooth:
+            why = self._resolution_failure(ss)
+        if why is not None:
+            self.n_queries += 1
+            names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
+            return ReleasedTestResult(math.nan, 1.0, "none", math.nan, math.nan, False,
+                                      False, names, (why,), {}, (), math.inf)
         return self._answer(i, j, S, responses, QUADRATIC_MAX_S)
 
     def _answer(self, i, j, S, responses, quadratic_max_s):
@@ -869,9 +978,10 @@ class ReleasedTable:
             out = np.maximum(out, np.nan_to_num(fac, nan=1.0, posinf=1.0))
         return out
 
-    def pvalue(self, i, j, S=(), assume_additive=False):
+    def pvalue(self, i, j, S=(), assume_additive=False, assume_smooth=False):
         """The p-value of :meth:`test` (for PC-style callers)."""
-        return self.test(i, j, S, assume_additive=assume_additive).pvalue
+        return self.test(i, j, S, assume_additive=assume_additive,
+                         assume_smooth=assume_smooth).pvalue
 
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
@@ -904,16 +1014,17 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     knots : "auto" or int in [1, 64], default "auto"
         Intervals of the hat basis on [-1, 1] (``knots + 1`` features per column).
         ``"auto"``: K by the public rule ``release_knots`` (``from privci.release
-        import release_knots``): from 12 up to 64 as long as the hats within 2 sd stay
+        import release_knots``): from 24 up to 64 as long as the hats within 2 sd stay
         resolved and the privacy noise at most doubles the statistic's variance on a
         reference table; it grows with n epsilon / V^2.  An integer: that many
         intervals.  The fit cannot see what varies faster than its knots
-        (``table.resolution``); the nested fit check measures what the coarser half of
-        the basis misses.  Measured (see the documentation's "Release once" page):
-        with "auto", E[x | z] oscillating once or twice keeps the level at epsilon 1 to
-        100, three or four times only at epsilon 20 and 100 (at n = 10^4); a fixed
-        ``knots=12`` without the nested check rejected two oscillations at 0.23-0.68.
-        ``privci.causal.pc`` uses 6 intervals (its adjacency F1 was measured there; a
+        (``table.resolution``): a conditional query is answered only where the knot
+        spacing is at most 0.4 released sd of each conditioning column and the noise
+        leaves at most 15% of its rows in merged outer hats (otherwise the fail-safe
+        p = 1, see :meth:`ReleasedTable.test`'s ``assume_smooth``); a warning says when
+        the rule's reference table predicts that.  The nested fit check measures what
+        the coarser half of the basis misses.  ``privci.causal.pc`` uses 6 intervals
+        and assumes smoothness at that scale (its adjacency F1 was measured there; a
         false rejection keeps an edge).
     auto_share : float in (0, 1), default 0.1
         The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
@@ -960,6 +1071,15 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     eps_gram = remaining(eps, eps_auto) if eps_auto else eps
     if K is None:                    # the public rule (n, epsilon, V, blocks only)
         K = release_knots(n, eps_gram, nv, k)
+        sc = math.sqrt(k) * sens_base / eps_gram
+        if _reference_check(n, sc, K)[3] > MAX_CLIPPED:
+            warnings.warn(
+                f"at n={n}, epsilon={eps_gram:g} for the Gram matrices and {nv} columns, the "
+                f"privacy noise is expected to merge the outer {K}-knot hats of a normal "
+                f"column beyond {MAX_CLIPPED:.0%} of its rows: conditional queries will "
+                "then return the "
+                "fail-safe p = 1 (see ReleasedTable.test, assume_smooth).  More epsilon or "
+                "rows, or fewer columns, resolve them.", UserWarning, stacklevel=2)
     pf = nv * (K + 1)
     ntri = pf * (pf + 1) // 2
     edges = _block_bounds(n, k)
@@ -1023,7 +1143,8 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
     for d in range(draws):
         tab = _reference_table(n, scale, knots, gen, nv=V_, epsilon=epsilon)
         for o in range(top + 1):
-            res = tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True)
+            res = tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True,
+                           assume_smooth=True)
             dets[d, o] = res.detectable_correlation
             untrusted[d, o] = not res.trusted
     out = []
@@ -1114,7 +1235,8 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     def ask(i, j, s):
         key = (i, j, tuple(sorted(s)))
         if key not in pvalues:
-            res = table.test(i, j, list(s), responses=responses, assume_additive=True)
+            res = table.test(i, j, list(s), responses=responses, assume_additive=True,
+                             assume_smooth=True)
             pvalues[key] = res.pvalue
             if not res.trusted:
                 flagged.add(key)
