@@ -216,9 +216,13 @@ def test_default_keeps_the_level_on_three_oscillations_at_small_epsilon(eps):
     probability about 0.3%).  Before the resolution fail-safe, 12 knots (the rule's
     choice then) rejected this null 1.00 at epsilon 1 and 5."""
     rng = np.random.default_rng([14, int(eps)])
-    rej = 0
+    rej = answered = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")         # epsilon 1 warns that it cannot resolve
         for _ in range(40):
-            rej += _osc_table(10_000, eps, "auto", rng).test(0, 1, [2]).pvalue <= 0.05
+            res = _osc_table(10_000, eps, "auto", rng).test(0, 1, [2])
+            rej += res.pvalue <= 0.05
+            answered += bool(res.component_pvalues)
     assert rej <= 6
+    if eps == 5.0:      # not vacuous: the fail-safe lets most of these queries through
+        assert answered >= 30

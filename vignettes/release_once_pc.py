@@ -158,7 +158,8 @@ def run_level(args):
 # %% the level issue's stress classes (vignettes/level_stress.py), on the release
 
 def run_stress(args):
-    """Null rejection of ``table.test(0, 1, Z)`` on issue 23's stress classes.
+    """Rejection rate of ``table.test(0, 1, Z)`` on issue 23's stress classes (the null,
+    or with ``--beta`` a dependence: y gets beta times x's noise).
 
     The table is (x, y, z_1..z_d) of one null draw of the class (level_stress.draw),
     centred and scaled with public constants of a 200 000-row pilot draw (bounds 4 sd);
@@ -181,7 +182,7 @@ def run_stress(args):
             rng = np.random.default_rng([args.seed, int(100 * eps), len(rows)])
             rej, untrusted, t0 = 0, 0, time.time()
             for r in range(args.reps):
-                x, y, z, _, _ = LS.draw(cls, args.n, rng)
+                x, y, z, _, _ = LS.draw(cls, args.n, rng, beta=args.beta)
                 X = np.column_stack([x, y, z])
                 tab = privci.release(X, epsilon=eps, bounds=args.width * sd, centers=mu, rng=rng,
                                      knots=args.knots)
@@ -198,7 +199,8 @@ def run_stress(args):
         _write_summary(f"release_once_stress_{args.tag}_summary.csv",
                        f"reps={args.reps} n={args.n} seed={args.seed} "
                        f"knots={args.knots} width={args.width} responses={args.responses} "
-                       f"assume_smooth={args.assume_smooth} assume_additive=not products",
+                       f"assume_smooth={args.assume_smooth} assume_additive=not products "
+                       f"beta={args.beta}",
                        "class,d,eps,rejection,lo,hi,untrusted", rows)
     print("\n| class | d | eps | rejection at 0.05 | 95% Wilson interval | untrusted |")
     print("|---|---|---|---|---|---|")
@@ -346,6 +348,8 @@ def main(argv=None):
     ap.add_argument("--blocks", type=int, nargs="+", default=[1])
     ap.add_argument("--width", type=float, default=4.0,
                     help="stress study: public bounds in pilot standard deviations")
+    ap.add_argument("--beta", type=float, default=0.0,
+                    help="stress study: y gets beta times x's noise (0: the null; > 0: power)")
     ap.add_argument("--assume-smooth", action="store_true",
                     help="stress study: test with assume_smooth=True (default: the fail-safe)")
     ap.add_argument("--knots", type=lambda v: v if v == "auto" else int(v), default=6,

@@ -1293,6 +1293,13 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                        "E[x_i | S], E[x_j | S] additive in them (assume_additive=True): a "
                        "product of conditioning columns can make such a test reject, which "
                        "keeps an edge (it never removes one).")
+    n_cond = sum(1 for key in pvalues if len(key[2]) >= 1)
+    if n_cond:
+        caveats.append(f"{n_cond} tests conditioned on columns at the release's resolution "
+                       f"({table.knots} knot intervals per column, table.resolution) and "
+                       "assumed E[x_i | S], E[x_j | S] smooth on that scale "
+                       "(assume_smooth=True): structure finer than three knot spacings can "
+                       "make such a test reject, which keeps an edge (it never removes one).")
     if weak:
         caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
                        f"{power_rule:g} (power rule, released values only); they never removed "
