@@ -154,8 +154,8 @@ def _hat_exact(u, K):
 def test_column_moments_and_clipped_share_match_the_data_when_noise_is_negligible():
     """Definitional check: at epsilon 10^7 the released masses are the data's, so the
     released mean and variance are those of u clipped to the active range (the variance
-    through the hat interpolation of u^2; within 1e-4), and the clipped share brackets
-    the share of rows beyond the active range."""
+    through the hat interpolation of u^2; within 1e-4), and the clipped share is the
+    mean distance the range moves a row, in knot spacings, at most 1."""
     rng = np.random.default_rng(11)
     X = np.column_stack([rng.normal(size=4000), rng.exponential(size=4000) - 1.0])
     tab = privci.release(X, epsilon=1e7, bounds=4.0, knots=24, rng=1)
@@ -167,12 +167,23 @@ def test_column_moments_and_clipped_share_match_the_data_when_noise_is_negligibl
         mean, sd = tab.column_moments(v)
         assert mean == pytest.approx(np.mean(H @ t), abs=1e-4)
         assert sd ** 2 == pytest.approx(np.mean(H @ (t * t)) - np.mean(H @ t) ** 2, abs=1e-4)
-        H = _hat_exact(u, 24)
-        beyond = np.mean((u < lo) | (u > hi))
-        m = H.sum(axis=0) / len(u)
-        g = tab._groups[v]
-        edge = 0.5 * (m[g[0][-1]] + m[g[-1][0]])
-        assert abs(tab.clipped_share(v) - beyond) <= edge + 1e-5
+        h = 2.0 / 24
+        moved = np.minimum(1.0, (np.maximum(lo - u, 0) + np.maximum(u - hi, 0)) / h)
+        assert tab.clipped_share(v) == pytest.approx(np.mean(moved), abs=1e-4)
+    # a hand-set grouping (hats 0-2 merged: the range starts at t_2 = -0.5, spacing 0.25)
+    u = np.concatenate([rng.uniform(-1.0, -0.5, 3000), np.zeros(7000)])
+    tab = privci.release(np.column_stack([u, u]) * 4.0, epsilon=1e7, bounds=4.0, knots=8,
+                         rng=1)
+    tab._groups[0] = [[0, 1, 2]] + [[k] for k in range(3, 8)] + [[8]]
+    assert tab.active_range(0) == (-0.5, 1.0)
+    moved = np.minimum(1.0, np.maximum(-0.5 - u, 0) / 0.25)
+    assert tab.clipped_share(0) == pytest.approx(np.mean(moved), abs=1e-4)   # about 0.225
+    # rows on the end knots (a binary column) are not moved: share 0
+    b = np.repeat([-1.0, 1.0], 5000)
+    tab = privci.release(np.column_stack([b, -b]), epsilon=20.0, bounds=4.0, knots=24,
+                         rng=1)
+    assert tab.active_range(0) == pytest.approx((-0.25, 0.25))
+    assert tab.clipped_share(0) < 0.01
 
 
 def test_coarse_knots_fail_safe_unless_smoothness_is_assumed():

@@ -103,6 +103,9 @@ CLASSES = {
     "product2": product(2), "product3": product(3),
     "osc1": oscillating(1), "osc2": oscillating(2), "osc3": oscillating(3),
     "osc4": oscillating(4),
+    # built to break the release's resolution contract (periods >= 3 knot spacings, the
+    # default requiring spacing <= 0.4 sd): period 1.2 sd (its edge), 0.8 and 2/3 sd
+    "osc3.3": oscillating(10.0 / 3.0), "osc5": oscillating(5), "osc6": oscillating(6),
     "raw_units": raw_units, "skewed_z": skewed_z, "heavy_z": heavy_z,
     "discrete_z": discrete_z, "binary_z": binary_z, "binary_x": binary_x,
     "hetero_noise": hetero, "d7_small_n": additive(7),

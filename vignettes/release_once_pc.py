@@ -132,7 +132,7 @@ def run_level(args):
                         tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng,
                                              blocks=blocks, knots=args.knots)
                         res = tab.test(0, 1, list(range(2, 2 + s)), responses=args.responses,
-                                       assume_additive=True)
+                                       assume_additive=True, assume_smooth=args.assume_smooth)
                         rej += res.pvalue <= 0.05
                         untrusted += not res.trusted
                     lo, hi = wilson(rej, args.reps)
@@ -145,7 +145,8 @@ def run_level(args):
     if args.tag:
         path = _write_summary(f"release_once_level_{args.tag}_summary.csv",
                               f"reps={args.reps} n={args.n} seed={args.seed} "
-                              f"knots={args.knots} responses={args.responses}",
+                              f"knots={args.knots} responses={args.responses} "
+                              f"assume_smooth={args.assume_smooth}",
                               "design,S,eps,blocks,rejection,lo,hi,untrusted", rows)
     print("\n| design | S | eps | blocks | rejection at 0.05 | 95% MC interval | untrusted |")
     print("|---|---|---|---|---|---|---|")
@@ -175,7 +176,7 @@ def run_stress(args):
         px, py, pz, _, _ = LS.draw(cls, 200_000, np.random.default_rng(1))
         # the additivity assumption holds for every class but the products (there the
         # default, the fail-safe, is what a user gets)
-        additive = not cls.startswith("product")
+        additive = "product" not in cls
         P = np.column_stack([px, py, pz])
         mu, sd = P.mean(axis=0), np.maximum(P.std(axis=0), 1e-9)
         for eps in args.eps:
@@ -351,7 +352,8 @@ def main(argv=None):
     ap.add_argument("--beta", type=float, default=0.0,
                     help="stress study: y gets beta times x's noise (0: the null; > 0: power)")
     ap.add_argument("--assume-smooth", action="store_true",
-                    help="stress study: test with assume_smooth=True (default: the fail-safe)")
+                    help="level and stress studies: test with assume_smooth=True (default: the "
+                    "fail-safe)")
     ap.add_argument("--knots", type=lambda v: v if v == "auto" else int(v), default=6,
                     help="an integer, or auto (the release default; stress study)")
     ap.add_argument("--classes", nargs="+", default=[
