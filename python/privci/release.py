@@ -1049,8 +1049,9 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=4000); x = z + rng.normal(size=4000); y = z + rng.normal(size=4000)
     >>> tab = privci.release(np.column_stack([x, y, z]), epsilon=20.0, bounds=4.0, rng=1)
-    >>> tab.test(0, 1, [2]).pvalue > 0.01, tab.test(0, 2).pvalue < 0.01
-    (True, True)
+    >>> res = tab.test(0, 1, [2])                  # answered: the release resolves z
+    >>> res.pvalue > 0.01, res.trusted, tab.test(0, 2).pvalue < 0.01
+    (True, True, True)
     >>> tab.privacy["queries"]
     'post-processing of the release: every query costs epsilon 0'
     """
