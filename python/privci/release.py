@@ -559,10 +559,14 @@ class ReleasedTable:
         mean = float(m @ t / tot)
         return mean, float(math.sqrt(max(0.0, float(m @ (t * t)) / tot - mean * mean)))
 
+    def _hat_masses(self, v):
+        """Released masses of column v's hats: the row sums of its pooled diagonal block."""
+        K1 = self.knots + 1
+        return self._grams[:, v * K1:(v + 1) * K1, v * K1:(v + 1) * K1].sum(axis=(0, 2))
+
     def _group_masses(self, v):
         """Released masses of column v's hat groups and the knots they sit at."""
-        K1 = self.knots + 1
-        m = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1].sum(axis=1)
+        m = self._hat_masses(v)
         g = self._groups[v]
         t = self.knot_values
         mass = np.array([m[idx].sum() for idx in g])
@@ -581,8 +585,7 @@ class ReleasedTable:
         4 sd and 0.105 at 32.
         """
         v = self._index(v, "v")
-        K1 = self.knots + 1
-        m = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1].sum(axis=1)
+        m = self._hat_masses(v)
         g = self._groups[v]
         lo, hi = g[0][-1], g[-1][0]
         out = max(0.0, float(m[:lo].sum())) + max(0.0, float(m[hi + 1:].sum()))
@@ -731,8 +734,9 @@ class ReleasedTable:
             dependence with zero correlation, such as y = x^2).  ``"quadratic"``: the
             three pairs (u_i, u_j), (u_i^2, u_j) and (u_i, u_j^2), each with its own
             statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are
-            post-processing of the same release.  With two or more columns in S the squares' conditional
-            means have interactions that the additive fit cannot model (a level of 0.74
+            post-processing of the same release.  With two or more columns in S the
+            squares' conditional means have interactions that the additive fit cannot
+            model (a level of 0.74
             was measured for them in a linear design), so ``"quadratic"`` tests the
             linear pair only there.
         alpha : ignored (kept for adapters); the p-value is returned.
@@ -759,9 +763,10 @@ class ReleasedTable:
             by distance in knot spacings) at most 0.10 (a normal column cut at 1.5 sd)
             and the knot spacing is at most 0.4 of its released standard deviation
             (:meth:`column_moments`); otherwise p = 1 (the fail-safe), ``trusted`` is
-            False and the caveat says which column and why.  True: the user's public assumption that E[x_i | S]
-            and E[x_j | S] vary on scales of at least three knot spacings; the level
-            rests on it.  ``privci.causal.pc`` on a release states this assumption.
+            False and the caveat says which column and why.  True: the user's public
+            assumption that E[x_i | S] and E[x_j | S] vary on scales of at least three
+            knot spacings; the level rests on it.  ``privci.causal.pc`` on a release
+            states this assumption.
 
         Returns
         -------
@@ -1086,9 +1091,9 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                 f"at n={n}, epsilon={eps_gram:g} for the Gram matrices and {nv} columns, the "
                 f"privacy noise is expected to merge the outer {K}-knot hats of a normal "
                 f"column beyond a clipped share of {MAX_CLIPPED:.0%}: conditional queries "
-                "will then return the "
-                "fail-safe p = 1 (see ReleasedTable.test, assume_smooth).  More epsilon or "
-                "rows, or fewer columns, resolve them.", UserWarning, stacklevel=2)
+                "will then return the fail-safe p = 1 (see ReleasedTable.test, "
+                "assume_smooth).  More epsilon or rows, or fewer columns, resolve them.",
+                UserWarning, stacklevel=2)
     pf = nv * (K + 1)
     ntri = pf * (pf + 1) // 2
     edges = _block_bounds(n, k)
