@@ -736,9 +736,8 @@ class ReleasedTable:
             statistic, and the Bonferroni p-value min(1, 3 min_k p_k).  Both are
             post-processing of the same release.  With two or more columns in S the
             squares' conditional means have interactions that the additive fit cannot
-            model (a level of 0.74
-            was measured for them in a linear design), so ``"quadratic"`` tests the
-            linear pair only there.
+            model (a level of 0.74 was measured for them in a linear design), so
+            ``"quadratic"`` tests the linear pair only there.
         alpha : ignored (kept for adapters); the p-value is returned.
         assume_additive : bool, default False
             With two or more columns in S: the release holds per-column bases only, so
