@@ -237,3 +237,27 @@ def test_default_keeps_the_level_on_three_oscillations_at_small_epsilon(eps):
     assert rej <= 6
     if eps == 5.0:      # not vacuous: the fail-safe lets most of these queries through
         assert answered >= 30
+
+
+def test_release_resolves_predicts_the_warning_and_the_refusals():
+    """release_resolves reads public numbers only and agrees with the release's warning;
+    on data like its reference (normal columns, 4-sd bounds) its prediction holds for
+    most conditional queries (at least 8 of 10 tables each way)."""
+    assert R.release_resolves(10_000, 20.0, 3) and not R.release_resolves(10_000, 1.0, 3)
+    assert R.release_resolves(10_000, 20.0, 3, blocks=1) is True
+    with pytest.raises(ValueError, match="epsilon"):
+        R.release_resolves(10_000, 0.0, 3)
+    with pytest.raises(TypeError, match="n_vars"):
+        R.release_resolves(10_000, 1.0, True)
+    rng = np.random.default_rng(15)
+    for eps in (2.0, 10.0):
+        expect = R.release_resolves(10_000, eps, 3)
+        answered = 0
+        for _ in range(10):
+            X = rng.normal(size=(10_000, 3))
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng)
+            assert any("merge the outer" in str(x.message) for x in w) == (not expect)
+            answered += bool(tab.test(0, 1, [2]).component_pvalues)
+        assert (answered >= 8) if expect else (answered <= 2)

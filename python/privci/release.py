@@ -78,7 +78,7 @@ from ._plan import ReleasePlan
 from .mechanisms import laplace_mechanism
 
 __all__ = ["release", "ReleasedTable", "ReleasedTestResult", "release_sensitivity",
-           "hat_features"]
+           "release_knots", "release_resolves", "hat_features"]
 
 SCALE_BITS = 16
 _ONE = 1 << SCALE_BITS
@@ -196,6 +196,37 @@ def release_knots(n, epsilon, n_vars, blocks=1):
     """
     return _release_knots(V.check_int(n, "n", 1), V.positive_finite(epsilon, "epsilon"),
                           V.check_int(n_vars, "n_vars", 1), V.check_int(blocks, "blocks", 1))
+
+
+def release_resolves(n, epsilon, n_vars, blocks=1):
+    """Whether a release of this size is expected to answer conditional queries.
+
+    Public numbers only, so it can be asked before anything is charged.  On the rule's
+    reference table (normal columns at 4-sd bounds, one seeded draw of the release's
+    noise at n, ``epsilon`` for the Gram matrices, ``n_vars`` columns and ``blocks``,
+    with K = ``release_knots(...)``) it checks the resolution fail-safe's first
+    condition: the clipped share of a conditioning column is at most 0.10
+    (:meth:`ReleasedTable.clipped_share`).  False means that
+    :meth:`ReleasedTable.test` will most likely return the fail-safe p = 1 for every
+    query with a conditioning column (the release warns then).  With ``"auto"``
+    bounds or centres pass the Gram matrices' share of epsilon, (1 - auto_share) x
+    epsilon.  A prediction for normal-like columns at 4-sd bounds, not a promise: the
+    released values decide.
+
+    Examples
+    --------
+    >>> release_resolves(10_000, 1.0, 3), release_resolves(10_000, 5.0, 3)
+    (False, True)
+    >>> release_resolves(10_000, 5.0, 8), release_resolves(100_000, 5.0, 8)
+    (False, True)
+    """
+    n = V.check_int(n, "n", 1)
+    eps = V.positive_finite(epsilon, "epsilon")
+    nv = V.check_int(n_vars, "n_vars", 1)
+    k = V.check_int(blocks, "blocks", 1)
+    K = _release_knots(n, eps, nv, k)
+    sc = math.sqrt(k) * release_sensitivity(nv) / eps
+    return bool(_reference_check(n, sc, K)[3] <= MAX_CLIPPED)
 
 
 @lru_cache(maxsize=256)
@@ -1084,14 +1115,14 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     eps_gram = remaining(eps, eps_auto) if eps_auto else eps
     if K is None:                    # the public rule (n, epsilon, V, blocks only)
         K = release_knots(n, eps_gram, nv, k)
-        sc = math.sqrt(k) * sens_base / eps_gram
-        if _reference_check(n, sc, K)[3] > MAX_CLIPPED:
+        if not release_resolves(n, eps_gram, nv, k):
             warnings.warn(
                 f"at n={n}, epsilon={eps_gram:g} for the Gram matrices and {nv} columns, the "
                 f"privacy noise is expected to merge the outer {K}-knot hats of a normal "
                 f"column beyond a clipped share of {MAX_CLIPPED:.0%}: conditional queries "
                 "will then return the fail-safe p = 1 (see ReleasedTable.test, "
-                "assume_smooth).  More epsilon or rows, or fewer columns, resolve them.",
+                "assume_smooth; release_resolves asks before a release).  More epsilon or "
+                "rows, or fewer columns, resolve them.",
                 UserWarning, stacklevel=2)
     pf = nv * (K + 1)
     ntri = pf * (pf + 1) // 2
