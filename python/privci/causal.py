@@ -567,7 +567,9 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         adapters): what a test the run's budget cannot pay for answers, without
         touching the data ("dependent" keeps the edge).
     **options
-        ``method="release"``: ``blocks``, ``knots`` (default 6), ``responses``
+        ``method="release"``: ``blocks``, ``knots`` (default 6; the queries assume
+        E[x_i | S] and E[x_j | S] smooth at that resolution, ``assume_smooth=True`` of
+        :meth:`privci.ReleasedTable.test`, and a result caveat counts them), ``responses``
         (``"quadratic"``, the default, or ``"linear"``; see
         :meth:`privci.ReleasedTable.test`), ``untrusted`` (``"keep"`` or
         ``"use"``), ``power_rule`` (default 0.45, or None; Notes), ``quadratic_veto``
