@@ -137,10 +137,10 @@ MUTANTS = [
            "release rule: the noise condition dropped (finer K than the rule allows)", 1,
            False),
     Mutant("release-no-spacing-failsafe", "release.py",
-           r"elif not h <= MAX_SPACING \* sd:", "elif False:",
+           r"if h <= MAX_SPACING \* sd:", "if True:",
            "release test: the knot-spacing fail-safe dropped", 1, False),
     Mutant("release-no-clipped-failsafe", "release.py",
-           r"if self\.clipped_share\(v\) > MAX_CLIPPED:", "if False:",
+           r"if clipped > MAX_CLIPPED:", "if False:",
            "release test: the clipped-share fail-safe dropped", 1, False),
 ]
 

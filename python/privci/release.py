@@ -56,7 +56,11 @@ The mechanism (proof on the documentation page "Release once, test many")
    smooth conditional mean the test fit's bias is about a third of B_n), each
    squared minus its own bootstrap noise.  A query whose allowance is more than
    half the variance is flagged ``trusted=False``.  Queries whose released
-   residual variances are not positive get p = 1 and the flag.
+   residual variances are not positive get p = 1 and the flag.  Before any of
+   this, a **resolution fail-safe** (``assume_smooth=False``, the default) answers
+   a query with conditioning columns only where each column's knot spacing is at
+   most 0.4 of its released sd and its clipped share (rows beyond the ends the
+   noise merged, weighted by distance) at most 0.10; otherwise p = 1.
 
 Everything a test uses is released or public; the object never holds a row.
 """
@@ -166,13 +170,18 @@ def release_sensitivity(n_vars):
     return float(v * v + v)
 
 
+def _pooled_scale(nv, eps, k):
+    """Laplace scale of the pooled Gram matrix: k blocks, each at sensitivity V^2 + V."""
+    return math.sqrt(k) * release_sensitivity(nv) / eps
+
+
 def release_knots(n, epsilon, n_vars, blocks=1):
     """The public rule for the release's resolution K (``knots="auto"``).
 
     Bias first, within a noise budget.  Starting from the coarsest choice, 24 (spacing
-    1/3 sd at 4-sd bounds: the finest spacing the resolution fail-safe of
-    :meth:`ReleasedTable.test` accepts, 0.4 sd, with a margin for the released sd's
-    noise), K is refined through ``KNOT_CHOICES`` while both
+    1/3 sd at 4-sd bounds: within the largest spacing the resolution fail-safe of
+    :meth:`ReleasedTable.test` accepts, 0.4 sd, with a margin for the noise of the
+    released sd), K is refined through ``KNOT_CHOICES`` while both
     conditions hold on a *reference table* (the expected Gram matrix of independent
     normal columns at 4-sd bounds, the reference the bounds are chosen for, plus one
     public draw of the release's noise at this n, epsilon, V and blocks):
@@ -225,13 +234,12 @@ def release_resolves(n, epsilon, n_vars, blocks=1):
     nv = V.check_int(n_vars, "n_vars", 1)
     k = V.check_int(blocks, "blocks", 1)
     K = _release_knots(n, eps, nv, k)
-    sc = math.sqrt(k) * release_sensitivity(nv) / eps
-    return bool(_reference_check(n, sc, K)[3] <= MAX_CLIPPED)
+    return bool(_reference_check(n, _pooled_scale(nv, eps, k), K)[3] <= MAX_CLIPPED)
 
 
 @lru_cache(maxsize=256)
 def _release_knots(n, eps, nv, k):
-    sc = math.sqrt(k) * release_sensitivity(nv) / eps          # pooled noise scale
+    sc = _pooled_scale(nv, eps, k)
     best = KNOT_CHOICES[0]
     for K in KNOT_CHOICES[1:]:      # refine until a condition fails
         lo, hi, ratio, _ = _reference_check(n, sc, K)
@@ -631,22 +639,21 @@ class ReleasedTable:
         its released sd."""
         h = 2.0 / self.knots
         for v in ss:
-            _, sd = self.column_moments(v)
-            name = self.names[v]
-            if self.clipped_share(v) > MAX_CLIPPED:
+            clipped = self.clipped_share(v)
+            if clipped > MAX_CLIPPED:
                 lo, hi = self.active_range(v)
                 what = (f"the privacy noise merges its outer hats: its released range is "
                         f"[{lo:.2f}, {hi:.2f}] on the scaled axis and its clipped share "
                         f"(the rows beyond, weighted by distance in knot spacings up to 1) "
-                        f"is {self.clipped_share(v):.0%} (at most {MAX_CLIPPED:.0%} is "
-                        "allowed)")
-            elif not h <= MAX_SPACING * sd:
+                        f"is {clipped:.0%} (at most {MAX_CLIPPED:.0%} is allowed)")
+            else:
+                sd = self.column_moments(v)[1]
+                if h <= MAX_SPACING * sd:
+                    continue
                 what = (f"its knot spacing is {h / sd:.2g} of its released standard deviation "
                         f"(at most {MAX_SPACING:g} is needed)" if sd > 0 else
                         "its released standard deviation is not positive")
-            else:
-                continue
-            return (f"conditioning column {name!r}: {what}.  The fit of E[x_i | S] cannot "
+            return (f"conditioning column {self.names[v]!r}: {what}.  The fit of E[x_i | S] cannot "
                     "see what varies on a shorter scale (measured: E[x | z] oscillating "
                     "with a period of two knot spacings rejected a true null every time); "
                     "p = 1 (the fail-safe, not evidence of independence).  Release with "
