@@ -20,6 +20,18 @@ def test_demo_prints_all_tests():
     assert all(0 <= p <= 1 for p in pvals)
     # the non-private GCM detects bmi -> progression in the clinical data
     assert pvals[0] < 1e-6
+    # the diabetes PrivGCM rows are fail-safe (three columns of z at n = 442): p = 1, and
+    # the footnote gives the smallest epsilon the rule resolves, which the rule confirms
+    safe = [r for r in rows if "fail-safe" in r[-1]]
+    assert safe and all(float(r[4]) == 1.0 and "diabetes" in r[1] for r in safe)
+    from privci._spline import choose_design
+    e = cli._smallest_resolvable_epsilon(442, 3, True)
+    assert f"resolvable only from epsilon of about {e:.3g}" in text
+    assert choose_design(442, 3, 1, 1, e, assume_additive=True).certified
+    assert not choose_design(442, 3, 1, 1, e / 1.03, assume_additive=True).certified
+    # the simulation's alternative is found (eps = 7, n = 1000)
+    sim = [r for r in rows if r[0] == "PrivGCM" and "alternative" in r[1]]
+    assert len(sim) == 1 and float(sim[0][4]) <= 0.05
 
 
 @pytest.fixture

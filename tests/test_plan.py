@@ -187,3 +187,63 @@ def test_spline_default_plan():
         _plan(n=100, epsilon=1.0, effect=1.0, sensitivity="sharp")
     with pytest.raises(ValueError, match="`regression` must be 'spline' or 'krr'; got"):
         _plan(n=100, epsilon=1.0, effect=1.0, regression="gam")
+
+
+@pytest.mark.parametrize("n, d, eps, additive", [
+    (442, 3, 8.0, True), (442, 3, 64.0, True), (442, 1, 1.0, False), (442, 1, 8.0, False),
+    (1000, 7, 400.0, True), (1000, 2, 8.0, False), (1000, 2, 8.0, True),
+])
+def test_spline_plan_knows_when_privgcm_fails_safe(n, d, eps, additive):
+    """With z_columns (and assume_additive) the planner says whether the rule resolves the
+    fit, exactly where privgcm's fail-safe returns p = 1 on data of that shape, and then
+    plans power 0."""
+    rng = np.random.default_rng(n + d)
+    z = rng.normal(size=(n, d))
+    x = z[:, 0] + rng.normal(size=n)
+    y = x + rng.normal(size=n)                    # a strong dependence
+    res = privci.privgcm(x, y, z, epsilon=eps, x_bound=4, y_bound=4, z_center=0.0,
+                         z_scale=1.0, assume_additive=additive, rng=1)
+    p = _plan(n=n, epsilon=eps, effect=1.0, x_bound=4, y_bound=4, z_columns=d,
+              assume_additive=additive)
+    assert p.details["resolvable"] == res.fit_check["resolvable"]
+    assert p.details["z_columns"] == d and p.details["assume_additive"] == additive
+    if not p.details["resolvable"]:
+        assert p.power == 0.0 and res.pvalue == 1.0
+        assert "fail-safe returns p = 1" in repr(p)
+    else:
+        assert p.power > 0.0 and "fail-safe" not in repr(p)
+
+
+def test_spline_plan_solves_past_the_fail_safe():
+    """A solved epsilon or n is at least the smallest that resolves the fit, and just below
+    the solved value the plan is short of the target."""
+    e = _plan(n=442, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
+    assert e.details["resolvable"] and e.power >= 0.8
+    below = _plan(n=442, epsilon=e.epsilon * 0.999, effect=0.2, z_columns=3,
+                  assume_additive=True)
+    assert below.power < 0.8
+    m = _plan(epsilon=8.0, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
+    assert m.details["resolvable"] and m.power >= 0.8
+    assert _plan(n=m.n - 1, epsilon=8.0, effect=0.2, z_columns=3,
+                 assume_additive=True).power < 0.8
+    # one column: as before (z_columns=1 is the default)
+    assert _plan(n=5000, epsilon=2.0, effect=0.2) == _plan(n=5000, epsilon=2.0, effect=0.2,
+                                                           z_columns=1)
+    # out of reach: products of 7 columns are never resolved; the message says why
+    with pytest.raises(ValueError, match="not resolvable even at epsilon = 10\\^6.*assume_additive"):
+        _plan(n=442, power=0.9, effect=0.2, z_columns=7)
+    with pytest.raises(ValueError, match="not resolvable even at n = 10\\^9"):
+        _plan(epsilon=2.0, power=0.9, effect=0.2, z_columns=7)
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(z_columns=0), ValueError, "`z_columns` must be an integer >= 1; got 0"),
+    (dict(z_columns=2.5), TypeError, "`z_columns` must be an integer; got float 2.5"),
+    (dict(assume_additive=1), TypeError, "`assume_additive` must be True or False; got 1"),
+    (dict(z_columns=2, regression="krr"), ValueError, "apply to test='privgcm' with "
+                                                      "regression='spline' only"),
+    (dict(assume_additive=True, test="privcrt"), ValueError, "test='privcrt'"),
+])
+def test_spline_plan_bad_inputs(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        _plan(**{**dict(n=1000, epsilon=1.0, effect=0.2), **kw})

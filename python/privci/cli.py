@@ -215,7 +215,30 @@ def demo(seed=None, out=sys.stdout):
     print("privci demo: conditional independence tests, private and not", file=out)
     print("(PrivCRT's statistic is its privately selected rank; GCM/CRT are not private)\n", file=out)
     print(_table(rows, header), file=out)
+    if any("fail-safe" in r[-1] for r in rows):
+        n_d = data.data.shape[0]
+        eps_min = _smallest_resolvable_epsilon(n_d, z.shape[1], True)
+        print(f"\nfail-safe: with {z.shape[1]} columns of z at n = {n_d} the released regression "
+              f"is resolvable only from epsilon of about {eps_min:.3g} (additive), so PrivGCM "
+              "returns p = 1 rather than a rejection its fit cannot support.  "
+              f"privci.plan(n={n_d}, epsilon=8, effect=..., z_columns={z.shape[1]}, "
+              "assume_additive=True) says so before any data is used.", file=out)
     return rows
+
+
+def _smallest_resolvable_epsilon(n, d, assume_additive):
+    """The smallest epsilon (to 2%) at which the spline rule resolves the fit (public)."""
+    from .plan import _spline_design
+    lo, hi = 1e-2, 1e6
+    if not _spline_design(n, hi, d, assume_additive).certified:
+        return math.inf
+    while hi / lo > 1.02:
+        mid = math.sqrt(lo * hi)
+        if _spline_design(n, mid, d, assume_additive).certified:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 _AUTO_HELP = ("or 'auto': released with differential privacy from part of --epsilon "

@@ -96,9 +96,11 @@ class PowerPlan:
     details: dict = field(default_factory=dict)
 
     def __repr__(self):
+        fail = ("; the fit is not resolvable here, so privgcm's fail-safe returns p = 1"
+                if self.details.get("resolvable") is False else "")
         return (f"PowerPlan({self.test}: n = {self.n}, epsilon = {self.epsilon:.4g}, "
                 f"power = {self.power:.3f} at alpha = {self.alpha:g}; solved for "
-                f"{self.solved_for}; {self.approximation})")
+                f"{self.solved_for}; {self.approximation}{fail})")
 
 
 def _sensitivity(test, sensitivity, ridge_lambda):
@@ -179,25 +181,38 @@ def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):
     return float(np.mean(p <= alpha))
 
 
-def _spline_constant(n, epsilon):
-    """C = 2 / (the test's share of epsilon) under the spline rule, one column of z."""
+def _spline_design(n, epsilon, d=1, assume_additive=False):
+    """The spline rule's design at (n, epsilon) for d columns of z (one x and one y column)."""
     from ._spline import choose_design
-    des = choose_design(max(int(n), 4), 1, 1, 1, float(epsilon))
+    return choose_design(max(int(n), 4), int(d), 1, 1, float(epsilon),
+                         assume_additive=bool(assume_additive))
+
+
+def _spline_constant(n, epsilon, d=1, assume_additive=False):
+    """C = 2 / (the test's share of epsilon) under the spline rule."""
+    des = _spline_design(n, epsilon, d, assume_additive)
     return 2.0 * float(epsilon) / des.eps_test
 
 
-def _spline_blocks(n_blocks, n, epsilon):
+def _spline_blocks(n_blocks, n, epsilon, d=1, assume_additive=False):
     """The block count privgcm uses: the spline rule's for "auto", else as given."""
     if n_blocks != "auto":
         return _n_blocks(n_blocks, n)
-    from ._spline import choose_design
-    return int(choose_design(max(int(n), 4), 1, 1, 1, float(epsilon)).k)
+    return int(_spline_design(n, epsilon, d, assume_additive).k)
+
+
+def _additive_hint(d, assume_additive):
+    if d >= 2 and not assume_additive:
+        return ("; its products of columns are what cannot be resolved: see "
+                "assume_additive=True if E[X | Z] and E[Y | Z] are additive")
+    return ""
 
 
 def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=None,
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
-         alternative="two-sided", n_mc=20000, rng=0, regression="spline"):
+         alternative="two-sided", n_mc=20000, rng=0, regression="spline", z_columns=1,
+         assume_additive=False):
     """Approximate power of PrivGCM or PrivCRT, or the smallest n or epsilon for a target power.
 
     Parameters
@@ -242,14 +257,27 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         ``sensitivity`` and ``ridge_lambda`` are not used.  The released fit's
         own noise (accounted for by the test) is ignored here, so the power
         is an upper approximation (measured on the paper's design: 1.00 where
-        this gives 1.00).  "krr": the paper's mechanism with ``sensitivity``,
-        ``ridge_lambda`` and ``n_blocks``.
+        this gives 1.00).  Where the rule cannot resolve the fit at (n,
+        epsilon, ``z_columns``), privgcm's fail-safe returns p = 1, so the
+        power is 0 here (``details["resolvable"]`` is False) and a solved n or
+        epsilon is at least the smallest one the rule resolves.  "krr": the
+        paper's mechanism with ``sensitivity``, ``ridge_lambda`` and
+        ``n_blocks``.
     alpha : float, default 0.05
     alternative : {"two-sided", "greater", "less"}
     n_mc : int, default 20000
         Monte Carlo draws (PrivCRT), with common random numbers from ``rng``
         so that the power is a smooth, repeatable function of n and epsilon.
     rng : int or numpy Generator, default 0
+    z_columns : int, default 1
+        The number of columns of z (PrivGCM with ``regression="spline"``
+        only): the rule's design, its epsilon split and whether it can
+        resolve the fit depend on it.
+    assume_additive : bool, default False
+        As in :func:`privci.privgcm` (``regression="spline"`` only): the
+        user's public assumption that E[X | Z] and E[Y | Z] are additive.
+        Without it, two or more columns of z are resolvable only where the
+        rule can fit their products.
 
     Returns
     -------
@@ -282,6 +310,13 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     >>> p = plan("privgcm", n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
     >>> round(p.power, 2), p.n_blocks          # the default: the released spline fit
     (1.0, 10)
+    >>> p = plan("privgcm", n=442, epsilon=8.0, effect=0.2, z_columns=3,
+    ...          assume_additive=True)         # three columns of z at n = 442
+    >>> p.power, p.details["resolvable"]       # privgcm's fail-safe: p = 1 whatever the data
+    (0.0, False)
+    >>> e = plan("privgcm", n=442, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
+    >>> e.details["resolvable"], e.epsilon > 8     # the smallest epsilon that resolves it
+    (True, True)
     >>> round(plan("privcrt", n=1000, epsilon=2.0, effect=0.5, x_bound=4, y_bound=4).power, 2)
     0.96
     """
@@ -321,14 +356,33 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     if regression not in ("spline", "krr"):
         raise ValueError("`regression` must be 'spline' or 'krr'; got "
                          f"{V._short(regression)} instead.")
-    if test == "privgcm" and regression == "spline":
+    spline = test == "privgcm" and regression == "spline"
+    z_columns = V.check_int(z_columns, "z_columns", 1)
+    if not isinstance(assume_additive, (bool, np.bool_)):
+        raise TypeError("`assume_additive` must be True or False; got "
+                        f"{V._short(assume_additive)} instead.")
+    assume_additive = bool(assume_additive)
+    if not spline and (z_columns != 1 or assume_additive):
+        raise ValueError("`z_columns` and `assume_additive` apply to test='privgcm' with "
+                         f"regression='spline' only; got z_columns={z_columns}, "
+                         f"assume_additive={assume_additive} with test={test!r}, "
+                         f"regression={regression!r}.")
+    if spline:
         if sensitivity is not None:
             raise ValueError("`sensitivity` applies to regression='krr' only; got "
                              f"{V._short(sensitivity)} with regression='spline'.")
-        C = _spline_constant
+
+        def C(nn, ee):
+            return _spline_constant(nn, ee, z_columns, assume_additive)
+
+        def resolvable(nn, ee):
+            return bool(_spline_design(nn, ee, z_columns, assume_additive).certified)
         n_blocks = "auto" if n_blocks is None else n_blocks
     else:
         C = _sensitivity(test, sensitivity, ridge_lambda)
+
+        def resolvable(nn, ee):
+            return True
     rho, sigma = effect / (xb * yb), effect_sd / (xb * yb)
     details = {"alternative": alternative}
 
@@ -341,10 +395,12 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
 
         def blocks(nn, ee):
             if callable(C):
-                return _spline_blocks(n_blocks, nn, ee)
+                return _spline_blocks(n_blocks, nn, ee, z_columns, assume_additive)
             return _n_blocks(n_blocks, nn)
 
         def pw(nn, ee):
+            if not resolvable(nn, ee):
+                return 0.0          # the fail-safe: p = 1 whatever the data
             c = C(nn, ee) if callable(C) else C
             return _gcm_power(nn, ee, rho, sigma, c, blocks(nn, ee), alpha, mode)[0]
         approx = ("normal approximation N(sqrt(n) rho / sigma', 1), one block per row"
@@ -370,6 +426,11 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         pval = pw(n, epsilon)
     elif solve == "n":
         limit = pw(10 ** 9, epsilon)
+        if not resolvable(10 ** 9, epsilon):
+            raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: the "
+                             f"released regression on {z_columns} columns of z is not "
+                             "resolvable even at n = 10^9 (privgcm's fail-safe returns "
+                             f"p = 1){_additive_hint(z_columns, assume_additive)}.")
         if limit < power:
             raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: even "
                              f"n = 10^9 gives about {limit:.3f}.")
@@ -386,6 +447,11 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         pval = pw(n, epsilon)
     else:
         limit = pw(n, 1e6)
+        if not resolvable(n, 1e6):
+            raise ValueError(f"power {power:g} is out of reach at n = {n}: the released "
+                             f"regression on {z_columns} columns of z is not resolvable even "
+                             "at epsilon = 10^6 (privgcm's fail-safe returns p = 1)"
+                             f"{_additive_hint(z_columns, assume_additive)}.")
         if limit < power:
             raise ValueError(f"power {power:g} is out of reach at n = {n}: even without privacy "
                              f"noise the approximation gives about {limit:.3f}; increase n.")
@@ -399,6 +465,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         epsilon = hi
         pval = pw(n, epsilon)
     k = blocks(n, epsilon) if test == "privgcm" else None
+    if spline:
+        details["z_columns"] = z_columns
+        details["assume_additive"] = assume_additive
+        details["resolvable"] = resolvable(n, epsilon)
     if callable(C):
         C = C(n, epsilon)
     nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" else None
