@@ -483,3 +483,20 @@ def finite_clip(a, big, out):
             v = v if v < big else big
             out[i, j] = v if v > -big else -big
     return out
+
+
+@njit(cache=True)
+def rows_outside(t, T, out):
+    """out[i] = 1 where some |t[i, j]| > T (NaN counts as inside, as the basis kernels read
+    it as 0), else 0; returns the number of such rows.  One pass over t (m, d)."""
+    m = t.shape[0]
+    d = t.shape[1]
+    count = 0
+    for i in range(m):
+        o = 0
+        for j in range(d):
+            v = t[i, j]
+            o |= (v > T) | (v < -T)
+        out[i] = o
+        count += o
+    return count

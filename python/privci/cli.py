@@ -157,7 +157,10 @@ def _privacy_cell(res):
         return "none (not private)"
     cell = f"eps={p.epsilon:g}, {'hardened' if p.hardened else 'seeded'}"
     fc = getattr(res, "fit_check", None)
-    if fc is not None and not fc["resolvable"]:
+    if fc is not None and not fc["resolvable"] and fc.get("columns", 1) >= 2 \
+            and not fc.get("assume_additive", False):
+        cell += ", interactions of z not certifiable: p = 1 (fail-safe)"
+    elif fc is not None and not fc["resolvable"]:
         cell += ", fit not resolvable at this n: p = 1 (fail-safe)"
     elif fc is not None and not fc["certified"]:
         cell += ", nested fits disagree: p = 1 (fail-safe)"

@@ -203,8 +203,9 @@ def _spline_blocks(n_blocks, n, epsilon, d=1, assume_additive=False):
 
 def _additive_hint(d, assume_additive):
     if d >= 2 and not assume_additive:
-        return ("; its products of columns are what cannot be resolved: see "
-                "assume_additive=True if E[X | Z] and E[Y | Z] are additive")
+        return ("; without assume_additive=True no fit on two or more columns is "
+                "certified (their interactions cannot be), so state it if E[X | Z] and "
+                "E[Y | Z] are additive")
     return ""
 
 

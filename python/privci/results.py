@@ -262,6 +262,12 @@ class PrivateTestResult(_ReprMixin):
             share = fc["allowance_share"]
             if fc["certified"]:
                 verdict = "certified"
+            elif not fc.get("resolvable", True) and fc.get("columns", 1) >= 2 \
+                    and not fc.get("assume_additive", False):
+                verdict = ("NOT certified: with two or more columns of z the released "
+                           "regression cannot certify their interactions (assume_additive="
+                           "True states that E[X | Z] and E[Y | Z] are additive), so the "
+                           "p-value is set to 1 (a fail-safe, not evidence)")
             elif not fc.get("resolvable", True):
                 verdict = ("NOT certified: at this n, epsilon and number of columns of z the "
                            "released regression cannot resolve the central directions, so "
