@@ -14,6 +14,7 @@
 #     python vignettes/level_stress.py --quick                  # CI smoke run
 #     python vignettes/level_stress.py --classes product2 osc3 --n 10000 --eps 2 7 100
 #     python vignettes/level_stress.py --heldout --reps 200     # held-out designs
+#     python vignettes/level_stress.py --break31 --n 100000     # built to break it (stop 31)
 #
 # Writes `results/level_stress.csv` (one row per cell) and prints a markdown table.
 
@@ -181,8 +182,63 @@ HELDOUT = {
 }
 
 
+# Built to break the default (stop 31, ``--break31``): interactions that no multilinear
+# block fits (they were rejected 60 of 60 at n = 10^5 while the old rule certified two
+# columns), and one-column designs whose z has tails beyond the clip box (b_lognormal
+# rejected 0.100 at n = 10^5, epsilon 100 before rows beyond the box were left out; it
+# chose that rule, the others were run only after it).
+def _b_sincos(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = np.sin(z[:, 0]) * np.cos(z[:, 1])
+    return z, f, f + 0.3 * z[:, 1], None
+
+
+def _b_sqlin(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = (z[:, 0] ** 2 - 1) * z[:, 1] / 2
+    return z, f, -f, None
+
+
+def _b_max2(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = np.maximum(z[:, 0], z[:, 1])
+    return z, f, f ** 2 / 2, None
+
+
+def _b_lognormal(n, rng, beta):
+    z = rng.lognormal(size=(n, 1))
+    return z, np.log1p(z[:, 0]), z[:, 0] / 3, (1.6, 2.1)
+
+
+def _b_exp_linear(n, rng, beta):
+    z = rng.exponential(size=(n, 1)) - 1.0
+    return z, z[:, 0], z[:, 0], (0.0, 1.0)
+
+
+def _b_t3_linear(n, rng, beta):
+    z = rng.standard_t(3, size=(n, 1))
+    return z, z[:, 0], -z[:, 0], (0.0, 1.7)
+
+
+def _b_gamma(n, rng, beta):
+    z = rng.gamma(2.0, size=(n, 1))
+    return z, np.sqrt(z[:, 0]), np.log1p(z[:, 0]), (2.0, 1.4)
+
+
+def _b_bimodal(n, rng, beta):
+    z = np.where(rng.uniform(size=(n, 1)) < 0.5, -2.0, 2.0) + 0.5 * rng.normal(size=(n, 1))
+    return z, np.tanh(z[:, 0]), z[:, 0] ** 2 / 4, (0.0, 2.06)
+
+
+BREAK31 = {
+    "b_sincos": _b_sincos, "b_sqlin": _b_sqlin, "b_max2": _b_max2,
+    "b_lognormal": _b_lognormal, "b_exp_linear": _b_exp_linear, "b_t3_linear": _b_t3_linear,
+    "b_gamma": _b_gamma, "b_bimodal": _b_bimodal,
+}
+
+
 def draw(cls, n, rng, beta=0.0):
-    z, fx, fy, extra = {**CLASSES, **HELDOUT}[cls](n, rng, beta)
+    z, fx, fy, extra = {**CLASSES, **HELDOUT, **BREAK31}[cls](n, rng, beta)
     ex = rng.normal(size=n)
     ey = rng.normal(size=n)
     if extra == "binary_x":
@@ -296,6 +352,8 @@ def main(argv=None):
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out designs (HELDOUT) instead of --classes")
+    ap.add_argument("--break31", action="store_true",
+                    help="the designs built to break the default at stop 31 (BREAK31)")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
                     help="print the markdown table of earlier runs' CSV files and stop")
     ap.add_argument("--docs-csv", metavar="OUT",
@@ -308,6 +366,8 @@ def main(argv=None):
         return []
     if args.heldout:
         args.classes = list(HELDOUT)
+    if args.break31:
+        args.classes = list(BREAK31)
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (
             ["additive5", "product2", "osc3"], [2000], [2.0, 100.0], ["public"], 4)

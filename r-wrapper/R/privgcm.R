@@ -6,8 +6,9 @@
 #' itself released with differential privacy (a spline fit of z, put on a unit
 #' scale by `z_center` and `z_scale`, released privately unless given), the
 #' residuals are clipped, and a t test runs on 5 to 20 noisy block sums; where the
-#' public rule cannot resolve the fit the p-value is 1 and `fit_check` says so
-#' (`assume_additive = TRUE`, passed through `...`, states an additive model).
+#' public rule cannot resolve the fit the p-value is 1 and `fit_check` says so;
+#' with two or more columns of z that is always the case unless
+#' `assume_additive = TRUE` (passed through `...`) states an additive model.
 #' `regression = "krr"` is Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas:
 #' kernel ridge regression with a ridge parameter fixed before seeing the data
 #' and Laplace noise, calibrated to the certified sensitivity, on every residual
@@ -87,7 +88,7 @@
 #'   `noise_scale`, `mechanism`, and `rows`, `"half A"`/`"half B"` for the two
 #'   halves of the spline fit, which compose in parallel); with the default spline
 #'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
-#'   `intervals`, ...: when `certified` is FALSE the p-value is 1, a
+#'   `intervals`, `columns`, `assume_additive`, ...: when `certified` is FALSE the p-value is 1, a
 #'   fail-safe: the regression cannot be resolved or the nested fits disagree). No un-noised quantity
 #'   is returned. `print()` shows the test as for [stats::t.test()], followed
 #'   by the privacy record.
@@ -180,7 +181,9 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
   list(certified = isTRUE(fc$certified), resolvable = isTRUE(fc$resolvable),
        allowance_share = as.numeric(fc$allowance_share),
        intervals = as.integer(fc$intervals), rich_intervals = as.integer(fc$rich_intervals),
-       interactions = isTRUE(fc$interactions), fit_share = as.numeric(fc$fit_share))
+       interactions = isTRUE(fc$interactions), fit_share = as.numeric(fc$fit_share),
+       columns = as.integer(if (is.null(fc$columns)) 1L else fc$columns),
+       assume_additive = isTRUE(fc$assume_additive))
 }
 
 #' @export
@@ -194,7 +197,9 @@ print.privci_private_htest <- function(x, ...) {
   cat(strwrap(paste("guarantee:", x$guarantee), exdent = 2), sep = "\n")
   if (!is.null(x$fit_check)) {
     fc <- x$fit_check
-    verdict <- if (fc$certified) "certified" else if (!fc$resolvable)
+    verdict <- if (fc$certified) "certified" else if (!fc$resolvable && fc$columns >= 2 &&
+                                                     !fc$assume_additive)
+      "NOT certified: with two or more columns of z the released regression cannot certify their interactions (assume_additive = TRUE states that E[X | Z] and E[Y | Z] are additive); p-value set to 1 (a fail-safe, not evidence)" else if (!fc$resolvable)
       "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
       "NOT certified: the nested fits disagree (estimated regression bias large against the noise); p-value set to 1 (a fail-safe, not evidence)"
     cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column)",

@@ -209,6 +209,28 @@ test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
   expect_true(crt$bounds$x_residual_bound > 0)
 })
 
+test_that("two columns of z: fail-safe unless assume_additive, and the fit check says why", {
+  skip_if_no_privci()
+  set.seed(31)
+  n <- 2000
+  z <- matrix(rnorm(2 * n), n, 2)
+  x <- sin(z[, 1]) + rnorm(n)
+  y <- z[, 2] + x + rnorm(n)
+  res <- privgcm(x, y, z, epsilon = 8, x_bound = 4, y_bound = 6, seed = 1,
+                 z_center = 0, z_scale = 1)
+  expect_identical(res$p.value, 1)
+  expect_false(res$fit_check$resolvable)
+  expect_identical(res$fit_check$columns, 2L)
+  expect_false(res$fit_check$assume_additive)
+  shown <- gsub("\\s+", " ", paste(capture.output(print(res)), collapse = " "))
+  expect_match(shown, "cannot certify their interactions", fixed = TRUE)
+  add <- privgcm(x, y, z, epsilon = 8, x_bound = 4, y_bound = 6, seed = 1,
+                 z_center = 0, z_scale = 1, assume_additive = TRUE)
+  expect_true(add$fit_check$assume_additive)
+  expect_true(add$fit_check$resolvable)
+  expect_lt(add$p.value, 0.05)
+})
+
 test_that("privgcm's default is the released spline regression, as in Python", {
   skip_if_no_privci()
   d <- sim_data(n = 400)
