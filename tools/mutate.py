@@ -142,6 +142,14 @@ MUTANTS = [
     Mutant("release-no-clipped-failsafe", "release.py",
            r"if clipped > MAX_CLIPPED:", "if False:",
            "release test: the clipped-share fail-safe dropped", 1, False),
+    # --- stop 31 (issue 23's level); run with --tests tests/test_spline.py
+    Mutant("spline-certifies-interactions", "_spline.py",
+           r"if products and d >= 2:\n        return False", "pass",
+           "spline rule: two or more columns certified without the additive assumption", 1,
+           False),
+    Mutant("spline-box-ignored", "_source.py",
+           r"if m == 0 or _kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\) == 0:",
+           "if True:", "spline passes: rows beyond the clip box kept", 1, False),
 ]
 
 
