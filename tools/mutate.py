@@ -148,8 +148,8 @@ MUTANTS = [
            "spline rule: two or more columns certified without the additive assumption", 1,
            False),
     Mutant("spline-box-ignored", "_source.py",
-           r"if m == 0 or _kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\) == 0:",
-           "if True:", "spline passes: rows beyond the clip box kept", 1, False),
+           r"count = _kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\) if zb.shape\[0\] else 0",
+           "count = 0", "spline passes: rows beyond the clip box kept", 1, False),
 ]
 
 

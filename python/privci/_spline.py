@@ -518,34 +518,38 @@ def partition_stats(t, U, half, design, p):
     return tuple(acc)
 
 
-def _stats_rows(t, x, y, xc, xb, yc, yb, group, design):
+def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     """:func:`partition_stats` of an additive design from the raw x, y columns, in one
     fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1, 1),
     the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly, then
-    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B."""
+    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B,
+    and with ``left_out`` 2 for rows left out (summed into a third group, discarded)."""
     from ._basis_kernels import accumulate
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     p = x.shape[1]
     q = y.shape[1]
-    G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group, n_groups=2,
-                      check_labels=False, u_columns=((0, p), (p, p + q)))
+    ucols = ((0, p), (p, p + q)) + (((0, 0),) if left_out else ())
+    G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group,
+                      n_groups=len(ucols), check_labels=False, u_columns=ucols)
     pr = design.n_features()
     iu = np.triu_indices(pr)
     ix = np.ix_(keep, keep)
     return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
 
 
-def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k):
+def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False):
     """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
-    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k)."""
+    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k), and with ``left_out`` k for
+    rows left out (summed into an extra block, discarded)."""
     from ._basis_kernels import residual_block_sums
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     full_x = np.zeros((spec.n_features, x.shape[1]))
     full_y = np.zeros((spec.n_features, y.shape[1]))
     full_x[keep] = coef_x
     full_y[keep] = coef_y
-    return residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
-                               labels, k, check_labels=False)
+    sums = residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
+                               labels, k + 1 if left_out else k, check_labels=False)
+    return sums[:k] if left_out else sums
 
 
 def _to_float(a):
