@@ -321,18 +321,22 @@ def summarise(paths):
     return "\n".join(lines)
 
 
-def docs_table(paths, out):
-    """The documentation's csv-table (docs/level/*.csv) from level_stress CSV files."""
+def docs_table(paths, out, full=False):
+    """The documentation's csv-table (docs/level/*.csv) from level_stress CSV files; with
+    ``full`` also the parameters and the number of data sets of every cell (tables that
+    mix public and "auto" cells, or cell sizes)."""
     with open(out, "w", newline="") as fo:
         w = csv.writer(fo)
-        w.writerow(["class", "n", "epsilon", "rate", "95% Wilson", "not certified"])
+        w.writerow(["class", "n", "epsilon"] + (["parameters", "data sets"] if full else [])
+                   + ["rate", "95% Wilson", "not certified"])
         for path in paths:
             with open(path, newline="") as fh:
                 for r in csv.DictReader(fh):
-                    w.writerow([r["cls"], r["n"], f"{float(r['epsilon']):g}",
-                                f"{float(r['rate']):.3f}",
-                                f"[{float(r['lo']):.3f}, {float(r['hi']):.3f}]",
-                                f"{float(r['not_certified']):.2f}"])
+                    w.writerow([r["cls"], r["n"], f"{float(r['epsilon']):g}"]
+                               + ([r["params"], r["reps"]] if full else [])
+                               + [f"{float(r['rate']):.3f}",
+                                  f"[{float(r['lo']):.3f}, {float(r['hi']):.3f}]",
+                                  f"{float(r['not_certified']):.2f}"])
 
 
 def main(argv=None):
@@ -356,13 +360,15 @@ def main(argv=None):
                     help="the designs built to break the default at stop 31 (BREAK31)")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
                     help="print the markdown table of earlier runs' CSV files and stop")
+    ap.add_argument("--docs-full", action="store_true",
+                    help="with --docs-csv: also the parameters and data sets columns")
     ap.add_argument("--docs-csv", metavar="OUT",
                     help="with --summarise: also write the documentation's table (docs/level)")
     args = ap.parse_args(argv)
     if args.summarise:
         print(summarise(args.summarise))
         if args.docs_csv:
-            docs_table(args.summarise, args.docs_csv)
+            docs_table(args.summarise, args.docs_csv, full=args.docs_full)
         return []
     if args.heldout:
         args.classes = list(HELDOUT)
