@@ -615,3 +615,18 @@ def test_rows_outside_the_clip_box_are_left_out(fast, monkeypatch):
     t3 = t.copy()
     t3[7, 0] = 4.0
     assert not np.array_equal(_box_passes(x, y, t3, des)[0][0], outs[0][0][0])
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_rows_outside_matches_numpy(d):
+    """The clip-box scan: a row is outside where some |t| > 4 (the edge 4 is inside, NaN
+    counts as inside, +-inf outside), as numpy says, for one and several columns."""
+    from privci._kernels import rows_outside
+    t = np.random.default_rng(d).normal(scale=2.0, size=(3000, d))
+    t[[5, 7, 9, 11]] = 0.0
+    t[5, 0], t[7, d - 1], t[9, 0], t[11, d - 1] = np.nan, 9.0, -np.inf, 4.0
+    out = np.empty(3000, np.uint8)
+    count = rows_outside(t, 4.0, out)
+    ref = np.any((t > 4.0) | (t < -4.0), axis=1)
+    np.testing.assert_array_equal(out.astype(bool), ref)
+    assert count == ref.sum() and not out[5] and out[7] and out[9] and not out[11]

@@ -71,7 +71,7 @@ MUTANTS = [
            r"((?:.*\n)*?)(    return P\.gcm_result\()",
            r"\2\1\3", "privgcm charges the budget after computing (just before the result)", 1),
     Mutant("same-half", "_spline.py",
-           r"\(~h, slice\(p, p \+ q\)\)", "(h, slice(p, p + q))",
+           r"\(~h & k_, slice\(p, p \+ q\)\)", "(h & k_, slice(p, p + q))",
            "x and y fitted on the same half of the rows", 1),
     Mutant("gram-sens-understated", "_spline.py",
            r"(def gram_sensitivity\b(?:.*\n)+?\s*return )", r"\g<1>0.9 * ",
@@ -148,8 +148,8 @@ MUTANTS = [
            "spline rule: two or more columns certified without the additive assumption", 1,
            False),
     Mutant("spline-box-ignored", "_source.py",
-           r"count = _kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\) if zb.shape\[0\] else 0",
-           "count = 0", "spline passes: rows beyond the clip box kept", 1, False),
+           r"_kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\)",
+           "flags.fill(0)", "spline passes: rows beyond the clip box kept", 1, False),
 ]
 
 

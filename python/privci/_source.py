@@ -60,28 +60,14 @@ def colsum_pass(xb, yb, zb, scaling, start, stop):
     return scaled_block(xb, yb, *scaling, None).sum(axis=0)
 
 
-_BOX_CHUNK = 1 << 18     # rows per chunk when rows outside the clip box are copied out
-
-
-def _outside(zb):
-    """(flags, count): rows whose scaled z lies beyond the spline's clip box [-4, 4] in
-    some column (NaN counts as inside: the basis kernels read it as 0)."""
+def _inside(zb):
+    """(m,) bool: rows whose scaled z lies in the spline's clip box [-4, 4]^d (NaN counts
+    as inside: the basis kernels read it as 0)."""
     from . import _spline as S
-    flags = np.empty(zb.shape[0], dtype=np.uint8)
-    count = _kernels.rows_outside(zb, S.SPLINE_RANGE, flags) if zb.shape[0] else 0
-    return flags.view(bool), count
-
-
-def _inside_parts(fn, xb, yb, zb, labels, flags, *rest):
-    """``fn(xb, yb, zb, labels, *rest)`` on the rows inside the clip box only (the numpy
-    path): the rows are taken chunk by chunk (memory O(chunk)) and the chunks' exact
-    integer sums added, the same sum in any order."""
-    parts = []
-    for a in range(0, zb.shape[0], _BOX_CHUNK):
-        keep = np.nonzero(~flags[a:a + _BOX_CHUNK])[0] + a
-        parts.append(fn(xb[keep], yb[keep], np.ascontiguousarray(zb[keep]), labels[keep],
-                        *rest))
-    return sum_parts(parts)
+    flags = np.zeros(zb.shape[0], dtype=np.uint8)
+    if zb.shape[0]:
+        _kernels.rows_outside(zb, S.SPLINE_RANGE, flags)
+    return flags == 0
 
 
 def spline_pass1(xb, yb, zb, spec, start, stop):
@@ -90,31 +76,24 @@ def spline_pass1(xb, yb, zb, spec, start, stop):
     contributes zero sums), with the half split of the partition's global rows.
 
     A row whose scaled z lies beyond the clip box [-4, 4] in some column is left out of
-    the fit and (pass 2) of the test: its features and products count as zero.  The fused
-    kernels sum such rows into a discarded third group (no copy); the numpy path copies
-    the kept rows chunk by chunk.  Where every row is inside, nothing changes."""
+    the fit and (pass 2) of the test: its features and products count as zero.  Every row
+    is evaluated the same way, inside or not (the fused kernels sum left-out rows into a
+    discarded third group), so nothing is copied and the work does not depend on how many
+    rows are left out; where every row is inside, the sums are those without the rule."""
     from . import _spline as S
     from ._private import block_labels
     design, zb = spec["design"], np.ascontiguousarray(zb)
     group = block_labels(spec["n"], 2, spec["entropy"], start, stop)   # 0: A, 1: B
-    flags, count = _outside(zb)
+    keep = _inside(zb)
     with quiet():
         if spec["means"] is None and S._fast(design, stop - start):
             # additive designs without re-centring: the fused kernels clip and scale x and y
             # themselves (the same values as scaled_block), so no scaled copy U is made
-            if count:
-                group[flags] = 2
+            group[~keep] = 2
             return S._stats_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
-                                 *spec["scaling"], group, design, left_out=count > 0)
-        if count:
-            return _inside_parts(_pass1_numpy, xb, yb, zb, group, flags, spec)
-        return _pass1_numpy(xb, yb, zb, group, spec)
-
-
-def _pass1_numpy(xb, yb, zb, group, spec):
-    from . import _spline as S
-    U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
-    return S.partition_stats(zb, U, group == 0, spec["design"], spec["p"])
+                                 *spec["scaling"], group, design, left_out=True)
+        U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
+        return S.partition_stats(zb, U, group == 0, design, spec["p"], keep=keep)
 
 
 def spline_pass2(xb, yb, zb, spec, start, stop):
@@ -126,24 +105,16 @@ def spline_pass2(xb, yb, zb, spec, start, stop):
     design, zb = spec["design"], np.ascontiguousarray(zb)
     k = spec["k"]
     labels = block_labels(spec["n"], k, spec["entropy"], start, stop)
-    flags, count = _outside(zb)
+    keep = _inside(zb)
     with quiet():
         if spec["means"] is None and S._fast(design, stop - start):
-            if count:
-                labels[flags] = k
+            labels[~keep] = k
             return S._sums_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
                                 *spec["scaling"], labels, design, spec["coef_x"],
-                                spec["coef_y"], k, left_out=count > 0)
-        if count:
-            return _inside_parts(_pass2_numpy, xb, yb, zb, labels, flags, spec)
-        return _pass2_numpy(xb, yb, zb, labels, spec)
-
-
-def _pass2_numpy(xb, yb, zb, labels, spec):
-    from . import _spline as S
-    U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
-    return S.partition_block_sums(zb, U, labels, spec["design"], spec["coef_x"],
-                                  spec["coef_y"], spec["p"], spec["k"])
+                                spec["coef_y"], k, left_out=True)
+        U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
+        return S.partition_block_sums(zb, U, labels, design, spec["coef_x"], spec["coef_y"],
+                                      spec["p"], k, keep=keep)
 
 
 class MemorySource:

@@ -488,21 +488,27 @@ def _fast(design, m):
     return USE_KERNELS and not design.interactions and m > 0
 
 
-def partition_stats(t, U, half, design, p):
+def partition_stats(t, U, half, design, p, keep=None):
     """Pass 1 over rows: exact fixed-point sums of the fit's statistics.
 
     ``t`` (m, d) centred and scaled z, ``U`` (m, p + q) the clipped, scaled x and y,
-    ``half`` (m,) True for rows of half A.  Returns int64 arrays (units 2^-32):
-    G_A (upper triangle), b_A (p_rich, p) over half A with the x columns, and G_B, b_B
-    over half B with the y columns.  Memory O(CHUNK * p_rich).
+    ``half`` (m,) True for rows of half A, ``keep`` None or (m,) bool: False for rows left
+    out (every row is evaluated either way; a left-out row's terms are not added).
+    Returns int64 arrays (units 2^-32): G_A (upper triangle), b_A (p_rich, p) over half A
+    with the x columns, and G_B, b_B over half B with the y columns.  Memory
+    O(CHUNK * p_rich).
     """
     pr = design.n_features()
     iu = np.triu_indices(pr)
     q = U.shape[1] - p
     m = t.shape[0]
+    kp = None if keep is None else np.asarray(keep, dtype=bool)
     if _fast(design, m):
         group = np.where(np.asarray(half, dtype=bool), 0, 1).astype(np.int64)
-        return _stats_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, group, design)
+        if kp is not None:
+            group[~kp] = 2
+        return _stats_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, group, design,
+                           left_out=kp is not None)
     acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
            np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
     step = min(CHUNK, _EXACT_ROWS)
@@ -511,7 +517,8 @@ def partition_stats(t, U, half, design, p):
         phi = design.features(t[sl])
         u = _quantise_u(U[sl])
         h = np.asarray(half[sl], dtype=bool)
-        for g, (rows, cols) in enumerate(((h, slice(0, p)), (~h, slice(p, p + q)))):
+        k_ = np.ones_like(h) if kp is None else kp[sl]
+        for g, (rows, cols) in enumerate(((h & k_, slice(0, p)), (~h & k_, slice(p, p + q)))):
             ph = phi[rows]
             acc[2 * g] += _exact_sum([(ph.T @ ph)[iu]])
             acc[2 * g + 1] += _exact_sum([ph.T @ u[rows, cols]])
@@ -624,20 +631,25 @@ def fit_coefficients(rel, design):
     return _test_operator(rel, design) @ rel.cross
 
 
-def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
+def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None):
     """Pass 2 over rows: exact block sums of the clipped residual products (int64, 2^-32).
 
-    Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].
+    Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].  ``keep``
+    as in :func:`partition_stats`: a left-out row's product is not added.
     """
     q = U.shape[1] - p
     m = t.shape[0]
+    kp = None if keep is None else np.asarray(keep, dtype=bool)
     if _fast(design, m):
         lab = np.asarray(labels)
         if lab.shape != (m,) or lab.dtype.kind not in "iu" or (
                 m and (lab.min() < 0 or lab.max() >= k)):
             raise ValueError(f"`labels` must be {m} integers in [0, {k})")
-        return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0,
-                          lab.astype(np.int64, copy=False), design, coef_x, coef_y, k)
+        lab = lab.astype(np.int64, copy=kp is not None)
+        if kp is not None:
+            lab[~kp] = k
+        return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, lab, design, coef_x,
+                          coef_y, k, left_out=kp is not None)
     out = np.zeros((k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
@@ -649,6 +661,8 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k):
         prod = (rx[:, :, None] * ry[:, None, :]).transpose(0, 2, 1).reshape(len(rx), p * q)
         scale = float(1 << (2 * SCALE_BITS))
         qp = np.trunc(np.clip(prod, -1.0, 1.0) * scale).astype(np.int64)
+        if kp is not None:
+            qp[~kp[sl]] = 0
         lab = np.asarray(labels[sl], dtype=np.int64)
         for c in range(p * q):
             # each |value| <= 2^32 and a chunk has <= 2^16 rows: float sums are exact
