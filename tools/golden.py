@@ -411,36 +411,39 @@ def save(values):
         fh.write("\n")
 
 
-def _same(a, b, exact):
+def _same(a, b, exact, rel_tol=REL_TOL):
     if a == b:
         return True
     if exact or a is None or b is None or not (a.startswith(FLOAT) and b.startswith(FLOAT)):
         return False
     fa, fb = float.fromhex(a[len(FLOAT):]), float.fromhex(b[len(FLOAT):])
-    return math.isclose(fa, fb, rel_tol=REL_TOL, abs_tol=1e-300) or (fa != fa and fb != fb)
+    return math.isclose(fa, fb, rel_tol=rel_tol, abs_tol=1e-300) or (fa != fa and fb != fb)
 
 
-def differences(stored, values):
-    """Lines describing every difference of ``values`` from the ``stored`` golden file."""
-    exact = stored.get("fingerprint") == fingerprint()
+def differences(stored, values, rel_tol=None):
+    """Lines describing every difference of ``values`` from the ``stored`` golden file
+    (``rel_tol``: floats compared to that relative tolerance and the printed text skipped,
+    whatever the fingerprint)."""
+    exact = stored.get("fingerprint") == fingerprint() and rel_tol is None
     lines = []
     for name, got in values.items():
         want = stored["cases"].get(name)
         if want is None:
             lines.append(f"{name}: not in the golden file")
             continue
-        lines.extend(case_differences(name, want, got, exact))
+        lines.extend(case_differences(name, want, got, exact,
+                                      REL_TOL if rel_tol is None else rel_tol))
     return lines
 
 
-def case_differences(name, want, got, exact=True):
+def case_differences(name, want, got, exact=True, rel_tol=REL_TOL):
     """Lines describing every difference of one case's record ``got`` from ``want``."""
     lines = []
     for key in sorted(set(want) | set(got)):
         if not exact and key == "repr":
             continue
         a, b = want.get(key), got.get(key)
-        if not _same(a, b, exact):
+        if not _same(a, b, exact, rel_tol):
             lines.append(f"{name}: {key}")
             if a is not None and b is not None and "\n" in a + b:
                 lines.extend("    " + d for d in difflib.unified_diff(
@@ -455,6 +458,10 @@ def main(argv=None):
     ap.add_argument("--update", action="store_true", help="rewrite tests/golden/golden.json")
     ap.add_argument("--only", nargs="+", help="case names (with --update: merged into the file)")
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask cases")
+    ap.add_argument("--rel-tol", type=float, default=None,
+                    help="compare floats to this relative tolerance (and skip the printed "
+                         "text) even on the same fingerprint: shows that a change moved "
+                         "only rounding")
     args = ap.parse_args(argv)
     values = compute(only=args.only, use_dask=False if args.no_dask else None)
     if args.update:
@@ -463,7 +470,7 @@ def main(argv=None):
         save(old)
         print(f"wrote {len(values)} cases to {os.path.relpath(GOLDEN, ROOT)}")
         return 0
-    lines = differences(load(), values)
+    lines = differences(load(), values, args.rel_tol)
     print("\n".join(lines) if lines else f"all {len(values)} cases equal the golden file")
     return 1 if lines else 0
 
