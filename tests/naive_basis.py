@@ -22,6 +22,14 @@ def clip_t(z, center, scale, T):
     return np.clip(t, -T, T)
 
 
+def outside(z, center, scale, T):
+    """(n,) bool: rows whose t = (z - center) / scale lies beyond [-T, T] in some column
+    (NaN counts as inside)."""
+    with np.errstate(all="ignore"):
+        t = (np.asarray(z, dtype=np.float64).reshape(len(z), -1) - center) / scale
+    return np.any((t > T) | (t < -T), axis=1)
+
+
 def basis_values(t, kv):
     """Spans m (n,) and the 4 non-zero cubic B-splines (n, 4) at t on the clamped vector kv.
 

@@ -294,6 +294,57 @@ def test_residual_block_sums_threads(monkeypatch):
     np.testing.assert_array_equal(S2, ref)
 
 
+# --------------------------------------------------------------------------- clip box
+
+@pytest.mark.parametrize("spec_row", SPECS, ids=[s[0] for s in SPECS])
+def test_outside_label_equals_twin_exactly(spec_row, monkeypatch):
+    """Rows whose t lies beyond [-T, T] in some column go to ``outside_group`` (pass 1) and
+    ``outside_block`` (pass 2): the sums equal the twins' on labels changed by the numpy
+    rule (z has +-inf, NaN and values far beyond the box), on one part and on several."""
+    rng = np.random.default_rng(hash(("box", spec_row[0])) % 2**32)
+    spec = _make(spec_row)
+    n = 700
+    z, x, y, zc, zs, xc, xb, yc, yb = _data(rng, n, spec_row, 1, 2)
+    z[rng.integers(n, size=20), rng.integers(z.shape[1], size=20)] = 1e6
+    out = NB.outside(z, zc, zs, spec.T)
+    assert 0 < out.sum() < n
+    group = rng.integers(0, 3, size=n)
+    block = rng.integers(0, 6, size=n)
+    Phi = _twin_features(z, zc, zs, spec_row)
+    uq = np.hstack([NB.quantize_u(x, xc, xb), NB.quantize_u(y, yc, yb)])
+    Gr, Br = NB.accumulate(Phi, uq, np.where(out, 1, group), 3)
+    P = spec.n_features
+    cx, cy = rng.normal(size=(P, 1)), rng.normal(size=(P, 2))
+    Sr = NB.residual_block_sums(Phi, uq[:, :1], uq[:, 1:], cx, cy, np.where(out, 4, block), 6)
+    for min_rows in (K._MIN_ROWS_PER_PART, 128):
+        monkeypatch.setattr(K, "_MIN_ROWS_PER_PART", min_rows)
+        G, B = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3, chunk_rows=250,
+                            outside_group=1)
+        np.testing.assert_array_equal(G, Gr)
+        np.testing.assert_array_equal(B, Br)
+        S = K.residual_block_sums(z, x, y, zc, zs, xc, xb, yc, yb, spec, cx, cy, block, 6,
+                                  chunk_rows=250, outside_block=4)
+        np.testing.assert_array_equal(S, Sr)
+    # without the rule every row keeps its label (and is clipped to the box)
+    G0, _ = K.accumulate(z, x, y, zc, zs, xc, xb, yc, yb, spec, group, 3)
+    np.testing.assert_array_equal(G0, NB.accumulate(Phi, uq, group, 3)[0])
+
+
+@pytest.mark.parametrize("bad", [3, -1, 1.0, True, "1"])
+def test_outside_label_is_checked(bad):
+    spec = _make(SPECS[0])
+    z = np.zeros((5, 1))
+    x = np.zeros((5, 1))
+    with pytest.raises(ValueError, match="`outside_group` must be None or an integer in "
+                                         r"\[0, n_groups = 3\)"):
+        K.accumulate(z, x, x, 0, 1, 0, 1, 0, 1, spec, np.zeros(5, int), 3, outside_group=bad)
+    c = np.zeros((spec.n_features, 1))
+    with pytest.raises(ValueError, match=r"`outside_block` must be None or an integer in "
+                                         r"\[0, k = 3\)"):
+        K.residual_block_sums(z, x, x, 0, 1, 0, 1, 0, 1, spec, c, c, np.zeros(5, int), 3,
+                              outside_block=bad)
+
+
 # --------------------------------------------------------------------------- sensitivity
 
 def _upper_l1(Ga, Gb):

@@ -150,6 +150,9 @@ MUTANTS = [
     Mutant("spline-box-ignored", "_source.py",
            r"_kernels.rows_outside\(zb, S.SPLINE_RANGE, flags\)",
            "flags.fill(0)", "spline passes: rows beyond the clip box kept", 1, False),
+    Mutant("spline-box-ignored-fused", "_basis_kernels.py",
+           r"return out_label if \(outside != 0\) & \(out_label >= 0\) else own",
+           "return own", "fused spline kernels: rows beyond the clip box kept", 1, False),
 ]
 
 

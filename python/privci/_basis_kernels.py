@@ -41,6 +41,11 @@ column and the residual products by at most 2 per pair (in units of 2^(-2F) * in
 **u columns.**  u = clip((x - center) / bound, -1, 1) (NaN -> 0, overflow -> +-1), quantized
 uq = trunc(u 2^F) in [-2^F, 2^F]; the u columns are [x columns, y columns].
 
+**Clip box.**  A row whose t lies beyond [-T, T] in some column (before the clip; NaN
+counts as inside) can be given a label of the caller's (``outside_group`` /
+``outside_block``: PrivGCM's discarded group and block), decided inside the kernels from
+the t they compute, with a select: every row does the same work.
+
 **Pass 1** (:func:`accumulate`): per group g, G_int[g] = sum q q^T (symmetric, int64) and
 B_int[g] = sum q uq^T.  **Pass 2** (:func:`residual_block_sums`): with public coefficients,
 pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first; the sum runs over the row's
@@ -365,20 +370,36 @@ def _quantize4(n0, n1, n2, n3, q, e):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S, Q):
-    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1 (tt: a
-    (5, ROW_BLOCK) float64 scratch: t, then the 4 basis values)."""
+def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, zt,
+                outb, tt, S, Q):
+    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1; zt: a
+    (d, ROW_BLOCK) float64 scratch that ends holding every column's clipped t; outb[r] ends 1
+    where some column's t = (z - center) / scale lies beyond [-T, T] (NaN: inside), else 0;
+    tt: a (5, ROW_BLOCK) float64 scratch (the 4 basis values in rows 1..4)."""
+    d = z.shape[1]
+    for r in range(nb):
+        outb[r] = 0
+    if d > 1:
+        # the block's rows read once, in memory order (then each column is contiguous)
+        for r in range(nb):
+            for j in range(d):
+                zt[j, r] = z[i0 + r, j]
+    else:
+        for r in range(nb):
+            zt[0, r] = z[i0 + r, 0]
+    for j in range(d):
+        c = zc[j]
+        sc = zs[j]
+        for r in range(nb):
+            v = (zt[j, r] - c) / sc
+            v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
+            outb[r] |= (v > T) | (v < -T)
+            v = v if v < T else T
+            zt[j, r] = v if v > -T else -T
     for e in range(eval_col.shape[0]):
         j = eval_col[e]
         kv = eval_kv[e]
         L = knot_len[kv]
-        c = zc[j]
-        sc = zs[j]
-        for r in range(nb):
-            v = (z[i0 + r, j] - c) / sc
-            v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
-            v = v if v < T else T
-            tt[0, r] = v if v > -T else -T
         # the span: the largest m in [3, L - 5] with knots[m] <= t, stepped to from the
         # table's entry for t's cell (exact whatever the entry)
         if L - 2 * (DEGREE + 1) <= _LINEAR_SPAN:
@@ -388,13 +409,13 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
             for k in range(DEGREE + 1, L - DEGREE - 1):
                 kk = knots[kv, k]
                 for r in range(nb):
-                    S[e, r] += kk <= tt[0, r]
+                    S[e, r] += kk <= zt[j, r]
         else:
             ncell = span_table.shape[1]
             inv_h = ncell / (2.0 * T)
             top = L - DEGREE - 2
             for r in range(nb):
-                t = tt[0, r]
+                t = zt[j, r]
                 c = int((t + T) * inv_h)
                 c = c if c < ncell else ncell - 1
                 c = c if c > 0 else 0
@@ -405,7 +426,7 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
                     m -= 1
                 S[e, r] = m
         for r in range(nb):
-            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], tt[0, r])
+            n0, n1, n2, n3 = _basis4(knots, inv_den, kv, S[e, r], zt[j, r])
             tt[1, r] = n0
             tt[2, r] = n1
             tt[3, r] = n2
@@ -463,6 +484,14 @@ def _u_block(x, i0, nb, center, bound, off, U):
             U[off + c, r] = np.int64(u * ONE)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _label(lab, i, outside, out_label):
+    """Row i's label: ``out_label`` where the row lies outside the clip box (``outside``
+    non-zero) and ``out_label`` >= 0, else lab[i] (a select: no branch on the data)."""
+    own = lab[i]
+    return out_label if (outside != 0) & (out_label >= 0) else own
+
+
 # --------------------------------------------------------------------------- kernels
 
 @njit(cache=True, error_model="numpy")
@@ -472,14 +501,16 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
     n = z.shape[0]
     ne = eval_col.shape[0]
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    zt = np.empty((z.shape[1], ROW_BLOCK))
+    outb = np.empty(ROW_BLOCK, dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     run_start = np.empty(n_runs, dtype=np.int64)
     run_val = np.empty((n_runs, DEGREE + 1), dtype=np.int64)
     for i0 in range(0, n, ROW_BLOCK):
         nb = min(ROW_BLOCK, n - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt, S,
-                    Q)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, zt, outb, tt, S, Q)
         for r in range(nb):
             _row_runs(S, Q, r, knot_len, block_eval, block_kv, block_offset, run_start,
                       run_val)
@@ -493,7 +524,7 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
 
 @njit(cache=True, error_model="numpy")
 def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
-                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, Gf, Bf,
+                     eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group, out_label, ucols, Gf, Bf,
                      ng, P, pu, part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into the flat G and B of ``part``.
 
@@ -509,6 +540,8 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    zt = np.empty((z.shape[1], ROW_BLOCK))
+    outb = np.empty(ROW_BLOCK, dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -528,7 +561,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
-                    eval_kv, tt, S, Q)
+                    eval_kv, zt, outb, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
         for c in range(pu):
@@ -542,7 +575,8 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
                 fv[4 * k + 1] = np.float64(run_val[k, 1])
                 fv[4 * k + 2] = np.float64(run_val[k, 2])
                 fv[4 * k + 3] = np.float64(run_val[k, 3])
-            gP = uint64(group[i0 + r] * P)
+            g = _label(group, i0 + r, outb[r], out_label)
+            gP = uint64(g * P)
             for r1 in range(n_runs):
                 s1 = uint64(run_start[r1])
                 v0 = fv[4 * r1]
@@ -581,7 +615,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
                         Gx[oa + u2] = g2 + va * w2
                         Gx[oa + u3] = g3 + va * w3
                 bo = (gP + s1) * upu
-                for c in range(ucols[group[i0 + r], 0], ucols[group[i0 + r], 1]):
+                for c in range(ucols[g, 0], ucols[g, 1]):
                     uc = Uf[r, c]
                     uc_ = uint64(c)
                     Bx[bo + uc_] += v0 * uc
@@ -665,7 +699,7 @@ def _outer16(typingctx, dst, doff, src, o1, o2):
 @njit(cache=True, error_model="numpy")
 def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              pair_base, n_comp, group, ucols, Gf, Bf, ng, P, pu, part, nparts):
+                              pair_base, n_comp, group, out_label, ucols, Gf, Bf, ng, P, pu, part, nparts):
     """:func:`_accumulate_part` for a basis of additive blocks only (block b = run b).
 
     Every pair of blocks b1 <= b2 has a compact float64 accumulator of 4 x 4 blocks, one per
@@ -683,6 +717,8 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    zt = np.empty((z.shape[1], ROW_BLOCK))
+    outb = np.empty(ROW_BLOCK, dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -698,7 +734,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
-                    eval_kv, tt, S, Q)
+                    eval_kv, zt, outb, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
         for e in range(ne):
@@ -709,7 +745,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
             for r in range(nb):
                 Uf[r * pu + c] = np.float64(U[c, r])
         for r in range(nb):
-            g = group[i0 + r]
+            g = _label(group, i0 + r, outb[r], out_label)
             gc = g * n_comp
             rq = r * ne4
             for b in range(nbk):
@@ -756,7 +792,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
 @njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                              knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                             pair_base, n_comp, group, ucols, G, B):
+                             pair_base, n_comp, group, out_label, ucols, G, B):
     """:func:`accumulate_into` for additive bases (:func:`_accumulate_part_additive`)."""
     nparts = G.shape[0]
     Gf = G.reshape(-1)
@@ -764,7 +800,7 @@ def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
     for part in prange(nparts):
         _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                   span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                  block_offset, pair_base, n_comp, group, ucols, Gf, Bf, G.shape[1],
+                                  block_offset, pair_base, n_comp, group, out_label, ucols, Gf, Bf, G.shape[1],
                                   G.shape[2], B.shape[3], part, nparts)
     return G, B
 
@@ -772,11 +808,11 @@ def accumulate_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
 @njit(cache=True, error_model="numpy")
 def _accumulate_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                                 knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                                pair_base, n_comp, group, ucols, G, B):
+                                pair_base, n_comp, group, out_label, ucols, G, B):
     """:func:`accumulate_additive_into` on one thread."""
     _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              pair_base, n_comp, group, ucols, G.reshape(-1), B.reshape(-1),
+                              pair_base, n_comp, group, out_label, ucols, G.reshape(-1), B.reshape(-1),
                               G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
@@ -802,7 +838,7 @@ def _pair_layout(spec):
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
+                    eval_kv, block_eval, block_kv, block_offset, n_runs, group, out_label, ucols, G, B):
     """Add the rows' upper-triangle Gram and cross-product terms into G[part], B[part].
 
     G : (parts, n_groups, P, P) int64, B : (parts, n_groups, P, px + py) int64, both
@@ -821,10 +857,10 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tab
 
 @njit(cache=True, error_model="numpy")
 def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols, G, B):
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, group, out_label, ucols, G, B):
     """:func:`accumulate_into` on one thread (G, B with one part); small calls."""
     _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, ucols,
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, group, out_label, ucols,
                      G.reshape(-1), B.reshape(-1), G.shape[1], G.shape[2], B.shape[3], 0, 1)
     return G, B
 
@@ -849,7 +885,7 @@ def _add_residual_products(res, U, r, pu, px, py, blk, S_out):
 
 @njit(cache=True, error_model="numpy")
 def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out,
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out,
                    part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
     n = z.shape[0]
@@ -860,6 +896,8 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    zt = np.empty((z.shape[1], ROW_BLOCK))
+    outb = np.empty(ROW_BLOCK, dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -868,8 +906,8 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
     res = np.empty(pu)
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
-        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, tt,
-                    S, Q)
+        _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
+                    eval_kv, zt, outb, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
         for r in range(nb):
@@ -892,13 +930,14 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
                         acc1 += ph * coef[s0 + a, c1]
                 res[c0] = acc0
                 res[c1] = acc1
-            _add_residual_products(res, U, r, pu, px, py, block[i0 + r], S_out)
+            _add_residual_products(res, U, r, pu, px, py, _label(block, i0 + r, outb[r], out_label),
+                                   S_out)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                        eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
-                       block, S_out):
+                       block, out_label, S_out):
     """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
 
     ``coef`` (P, px + py) holds the x columns' coefficients, then the y columns'.
@@ -906,17 +945,17 @@ def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_
     nparts = S_out.shape[0]
     for part in prange(nparts):
         _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                       eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block,
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label,
                        S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
 def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out):
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out):
     """:func:`residual_sums_into` on one thread (S_out with one part); small calls."""
     _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, S_out[0],
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out[0],
                    0, 1)
     return S_out
 
@@ -924,7 +963,7 @@ def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
 @njit(cache=True, error_model="numpy")
 def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                            coef_t, block, S_out, part, nparts):
+                            coef_t, block, out_label, S_out, part, nparts):
     """:func:`_residual_part` for a basis of additive blocks only; ``coef_t`` (px + py, P).
 
     The same operations in the same order (the prediction sums the row's features in
@@ -941,6 +980,8 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     lo = part * n // nparts
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
+    zt = np.empty((z.shape[1], ROW_BLOCK))
+    outb = np.empty(ROW_BLOCK, dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -949,7 +990,7 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
-                    eval_kv, tt, S, Q)
+                    eval_kv, zt, outb, tt, S, Q)
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
         # the predictions, for all rows of the block at once (independent chains; each
@@ -980,30 +1021,30 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
                     prod = min(max(pred[a, r] * pred[px + b, r], -1.0), 1.0)
                     qp[r] = np.int64(prod * _ONE2_F)
                 for r in range(nb):
-                    S_out[block[i0 + r], col] += qp[r]
+                    S_out[_label(block, i0 + r, outb[r], out_label), col] += qp[r]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def residual_sums_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                 span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                block_offset, coef_t, block, S_out):
+                                block_offset, coef_t, block, out_label, S_out):
     """:func:`residual_sums_into` for additive bases (:func:`_residual_part_additive`)."""
     nparts = S_out.shape[0]
     for part in prange(nparts):
         _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                 span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                block_offset, coef_t, block, S_out[part], part, nparts)
+                                block_offset, coef_t, block, out_label, S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
 def _residual_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              coef_t, block, S_out):
+                              coef_t, block, out_label, S_out):
     """:func:`residual_sums_additive_into` on one thread."""
     _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                            coef_t, block, S_out[0], 0, 1)
+                            coef_t, block, out_label, S_out[0], 0, 1)
     return S_out
 
 
@@ -1073,6 +1114,17 @@ def _labels(lab, n, lo, hi, n_labels, name, check=True):
     return out
 
 
+def _outside_label(label, n_labels, name, what):
+    """The kernels' ``out_label``: -1 (no box rule) or the checked label."""
+    if label is None:
+        return -1
+    if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer)) or \
+            not 0 <= int(label) < n_labels:
+        raise ValueError(f"`{name}` must be None or an integer in [0, {what} = {n_labels}); "
+                         f"got {label!r}")
+    return int(label)
+
+
 def _n_parts(n, per_part_bytes):
     by_rows = max(1, -(-n // _MIN_ROWS_PER_PART))
     by_mem = max(1, _PART_BYTES // max(1, per_part_bytes))
@@ -1098,7 +1150,7 @@ def spline_features(t, spec, quantized=False):
 
 def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound, spec,
                group=None, n_groups=1, *, chunk_rows=CHUNK_ROWS, check_labels=True,
-               u_columns=None):
+               u_columns=None, outside_group=None):
     """Pass 1: per group, G_int = sum q q^T and B_int = sum q uq^T over the rows.
 
     Parameters
@@ -1114,6 +1166,11 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
     u_columns : None (every group, every u column) or one (lo, hi) per group: group g's
         cross-products only for the u columns lo..hi-1 (the others stay 0).  PrivGCM's
         halves: x for half A, y for half B.
+    outside_group : None, or a group in [0, n_groups): rows whose t lies beyond [-T, T] in
+        some column (the clip box; NaN counts as inside) are summed into this group
+        instead of their own (PrivGCM's rows left out of the fit).  Decided inside the
+        kernels from the t they compute anyway, with a select: every row does the same
+        work.
 
     Returns
     -------
@@ -1130,6 +1187,7 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
         group = np.asarray(group)
         if group.shape != (n,):
             raise ValueError(f"`group` must have shape ({n},); got {group.shape}")
+    out_label = _outside_label(outside_group, ng, "outside_group", "n_groups")
     nparts = _n_parts(n, ng * P * (P + pu) * 8)
     G = np.zeros((nparts, ng, P, P), dtype=np.int64)
     B = np.zeros((nparts, ng, P, pu), dtype=np.int64)
@@ -1148,10 +1206,10 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
         lab = _labels(group, n, lo, hi, ng, "group", check_labels)
         if layout is not None:
             kern = accumulate_additive_into if k > 1 else _accumulate_additive_serial
-            kern(*args, *layout, lab, ucols, G[:k], B[:k])
+            kern(*args, *layout, lab, out_label, ucols, G[:k], B[:k])
         else:
             kern = accumulate_into if k > 1 else _accumulate_serial
-            kern(*args, spec.n_runs, lab, ucols, G[:k], B[:k])
+            kern(*args, spec.n_runs, lab, out_label, ucols, G[:k], B[:k])
     G = G.sum(axis=0) if nparts > 1 else G[0]
     B = B.sum(axis=0) if nparts > 1 else B[0]
     iu = np.triu_indices(P, 1)
@@ -1162,15 +1220,16 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
 
 def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
                         spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS,
-                        check_labels=True):
+                        check_labels=True, outside_block=None):
     """Pass 2: block sums of the quantized residual products, (k, px * py) int64.
 
     With phi = q / 2^F, pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first),
     r = clip(uq / 2^F - pred, -1, 1) per column, and per row the products
     trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)) are added to row block[i] of the output,
     column a + px b.  ``coef_x`` (P, px), ``coef_y`` (P, py) are public; ``block`` (n,)
-    integers in [0, k) (``check_labels`` as in :func:`accumulate`).  Units 2^(-2F)
-    (:func:`to_float`).
+    integers in [0, k) (``check_labels`` as in :func:`accumulate`); ``outside_block``: None or
+    a block in [0, k) that takes the rows beyond the clip box (as ``outside_group`` of
+    :func:`accumulate`).  Units 2^(-2F) (:func:`to_float`).
     """
     z, x, y, n, px, py, pub = _inputs(z, x, y, z_center, z_scale, x_center, x_bound,
                                       y_center, y_bound, spec)
@@ -1186,6 +1245,7 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
     block = np.asarray(block)
     if block.shape != (n,):
         raise ValueError(f"`block` must have shape ({n},); got {block.shape}")
+    out_label = _outside_label(outside_block, k, "outside_block", "k")
     nparts = _n_parts(n, k * px * py * 8)
     S = np.zeros((nparts, k, px * py), dtype=np.int64)
     additive = not np.any(spec.block_col[:, 1] >= 0)
@@ -1197,8 +1257,8 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         lab = _labels(block, n, lo, hi, k, "block", check_labels)
         if additive:
             kern = residual_sums_additive_into if kk > 1 else _residual_additive_serial
-            kern(*args, coef_t, lab, S[:kk])
+            kern(*args, coef_t, lab, out_label, S[:kk])
         else:
             kern = residual_sums_into if kk > 1 else _residual_serial
-            kern(*args, spec.n_runs, coef, lab, S[:kk])
+            kern(*args, spec.n_runs, coef, lab, out_label, S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]

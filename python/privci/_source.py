@@ -77,23 +77,23 @@ def spline_pass1(xb, yb, zb, spec, start, stop):
 
     A row whose scaled z lies beyond the clip box [-4, 4] in some column is left out of
     the fit and (pass 2) of the test: its features and products count as zero.  Every row
-    is evaluated the same way, inside or not (the fused kernels sum left-out rows into a
-    discarded third group), so nothing is copied and the work does not depend on how many
-    rows are left out; where every row is inside, the sums are those without the rule."""
+    is evaluated the same way, inside or not (the fused kernels decide it from the t they
+    compute and sum left-out rows into a discarded third group, with a select), so nothing
+    is copied and the work does not depend on how many rows are left out; where every row
+    is inside, the sums are those without the rule."""
     from . import _spline as S
     from ._private import block_labels
     design, zb = spec["design"], np.ascontiguousarray(zb)
     group = block_labels(spec["n"], 2, spec["entropy"], start, stop)   # 0: A, 1: B
-    keep = _inside(zb)
     with quiet():
         if spec["means"] is None and S._fast(design, stop - start):
             # additive designs without re-centring: the fused kernels clip and scale x and y
-            # themselves (the same values as scaled_block), so no scaled copy U is made
-            group[~keep] = 2
+            # themselves (the same values as scaled_block), so no scaled copy U is made, and
+            # they send the rows beyond the box to the discarded group themselves
             return S._stats_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
                                  *spec["scaling"], group, design, left_out=True)
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        return S.partition_stats(zb, U, group == 0, design, spec["p"], keep=keep)
+        return S.partition_stats(zb, U, group == 0, design, spec["p"], keep=_inside(zb))
 
 
 def spline_pass2(xb, yb, zb, spec, start, stop):
@@ -105,16 +105,14 @@ def spline_pass2(xb, yb, zb, spec, start, stop):
     design, zb = spec["design"], np.ascontiguousarray(zb)
     k = spec["k"]
     labels = block_labels(spec["n"], k, spec["entropy"], start, stop)
-    keep = _inside(zb)
     with quiet():
         if spec["means"] is None and S._fast(design, stop - start):
-            labels[~keep] = k
             return S._sums_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
                                 *spec["scaling"], labels, design, spec["coef_x"],
                                 spec["coef_y"], k, left_out=True)
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
         return S.partition_block_sums(zb, U, labels, design, spec["coef_x"], spec["coef_y"],
-                                      spec["p"], k, keep=keep)
+                                      spec["p"], k, keep=_inside(zb))
 
 
 class MemorySource:

@@ -529,15 +529,17 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     """:func:`partition_stats` of an additive design from the raw x, y columns, in one
     fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1, 1),
     the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly, then
-    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B,
-    and with ``left_out`` 2 for rows left out (summed into a third group, discarded)."""
+    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B;
+    with ``left_out``, 2 for rows left out, and the kernels send every row whose t lies
+    beyond the clip box there as well (a third group, discarded)."""
     from ._basis_kernels import accumulate
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     p = x.shape[1]
     q = y.shape[1]
     ucols = ((0, p), (p, p + q)) + (((0, 0),) if left_out else ())
     G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group,
-                      n_groups=len(ucols), check_labels=False, u_columns=ucols)
+                      n_groups=len(ucols), check_labels=False, u_columns=ucols,
+                      outside_group=2 if left_out else None)
     pr = design.n_features()
     iu = np.triu_indices(pr)
     ix = np.ix_(keep, keep)
@@ -546,8 +548,9 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
 
 def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False):
     """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
-    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k), and with ``left_out`` k for
-    rows left out (summed into an extra block, discarded)."""
+    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k); with ``left_out``, k for rows
+    left out, and the kernels send every row beyond the clip box there as well (an extra
+    block, discarded)."""
     from ._basis_kernels import residual_block_sums
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     full_x = np.zeros((spec.n_features, x.shape[1]))
@@ -555,7 +558,8 @@ def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_
     full_x[keep] = coef_x
     full_y[keep] = coef_y
     sums = residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
-                               labels, k + 1 if left_out else k, check_labels=False)
+                               labels, k + 1 if left_out else k, check_labels=False,
+                               outside_block=k if left_out else None)
     return sums[:k] if left_out else sums
 
 
