@@ -707,7 +707,8 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     q_b1 q_b2^T to one of them as one 16-wide multiply and add (:func:`_outer16`: the
     operands are loaded once, before the store; four 4-wide steps reloaded them after every
     store), and u_c q_b[0:4] to the cross-products (:func:`_axpy4`; layout (group, u
-    column, P)).  Exact as in
+    column, P)).  The updates run pair by pair over a block's 64 rows, with the rows'
+    labels and spans found first.  Exact as in
     :func:`_accumulate_part`; folded into the int64 G (upper triangle) and B at the end.
     """
     n = z.shape[0]
@@ -728,7 +729,14 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     ne4 = 4 * ne
     Qf = np.empty(ROW_BLOCK * ne4)           # row r, evaluation e, value a at r ne4 + 4 e + a
     Uf = np.empty(ROW_BLOCK * pu)
-    loc = np.empty(nbk, dtype=np.int64)
+    loc = np.empty((nbk, ROW_BLOCK), dtype=np.int64)
+    grow = np.empty(ROW_BLOCK, dtype=np.int64)
+    gcr = np.empty(ROW_BLOCK, dtype=np.int64)
+    ulo = np.empty(ng, dtype=np.int64)
+    uhi = np.empty(ng, dtype=np.int64)
+    for g in range(ng):
+        ulo[g] = ucols[g, 0]
+        uhi[g] = ucols[g, 1]
     Gc = np.zeros(ng * n_comp)
     Bx = np.zeros(ng * pu * P)
     for i0 in range(lo, hi, ROW_BLOCK):
@@ -744,23 +752,37 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
         for c in range(pu):
             for r in range(nb):
                 Uf[r * pu + c] = np.float64(U[c, r])
+        # the rows' labels and spans, then the updates pair by pair over the block's rows
+        # (the same sums: the loops' bookkeeping is paid once per pair, not once per row)
         for r in range(nb):
             g = _label(group, i0 + r, outb[r], out_label)
-            gc = g * n_comp
-            rq = r * ne4
-            for b in range(nbk):
-                loc[b] = S[block_eval[b, 0], r] - DEGREE
-            for b1 in range(nbk):
-                q1 = rq + 4 * block_eval[b1, 0]
-                o = gc + pair_base[b1, b1] + 16 * loc[b1]
-                _outer16(Gc, uint64(o), Qf, uint64(q1), uint64(q1))
-                for b2 in range(b1 + 1, nbk):
-                    q2 = uint64(rq + 4 * block_eval[b2, 0])
-                    o = gc + pair_base[b1, b2] + 16 * (loc[b1] * nspan[b2] + loc[b2])
-                    _outer16(Gc, uint64(o), Qf, uint64(q1), q2)
-                for c in range(ucols[g, 0], ucols[g, 1]):
-                    _axpy4(Bx, uint64((g * pu + c) * P + block_offset[b1] + loc[b1]),
-                           Uf[r * pu + c], Qf, uint64(q1))
+            grow[r] = g
+            gcr[r] = g * n_comp
+        for b1 in range(nbk):
+            e1 = block_eval[b1, 0]
+            pb = pair_base[b1, b1]
+            for r in range(nb):
+                loc[b1, r] = S[e1, r] - DEGREE
+            for r in range(nb):
+                q1 = uint64(r * ne4 + 4 * e1)
+                _outer16(Gc, uint64(gcr[r] + pb + 16 * loc[b1, r]), Qf, q1, q1)
+        for b1 in range(nbk):
+            e1 = block_eval[b1, 0]
+            for b2 in range(b1 + 1, nbk):
+                e2 = block_eval[b2, 0]
+                pb = pair_base[b1, b2]
+                ns2 = nspan[b2]
+                for r in range(nb):
+                    _outer16(Gc, uint64(gcr[r] + pb + 16 * (loc[b1, r] * ns2 + loc[b2, r])), Qf,
+                             uint64(r * ne4 + 4 * e1), uint64(r * ne4 + 4 * e2))
+        for b1 in range(nbk):
+            e1 = block_eval[b1, 0]
+            off = block_offset[b1]
+            for r in range(nb):
+                g = grow[r]
+                for c in range(ulo[g], uhi[g]):
+                    _axpy4(Bx, uint64((g * pu + c) * P + off + loc[b1, r]), Uf[r * pu + c], Qf,
+                           uint64(r * ne4 + 4 * e1))
     # exact integers: into the part's int64 outputs
     base = part * ng * P
     for g in range(ng):
