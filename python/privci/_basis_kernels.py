@@ -1009,6 +1009,8 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
     pred = np.empty((pu, ROW_BLOCK))
     qp = np.empty(ROW_BLOCK, dtype=np.int64)
+    idx = np.empty((nbk, ROW_BLOCK), dtype=np.int64)
+    phf = np.empty((ne, DEGREE + 1, ROW_BLOCK))
     for i0 in range(lo, hi, ROW_BLOCK):
         nb = min(ROW_BLOCK, hi - i0)
         _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col,
@@ -1016,18 +1018,27 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
         _u_block(x, i0, nb, xc, xb, 0, U)
         _u_block(y, i0, nb, yc, yb, px, U)
         # the predictions, for all rows of the block at once (independent chains; each
-        # row's sum still runs over its features in increasing index)
+        # row's sum still runs over its features in increasing index): the features'
+        # indices and values found once, then each column's sums
+        for b in range(nbk):
+            e = block_eval[b, 0]
+            off = block_offset[b] - DEGREE
+            for r in range(nb):
+                idx[b, r] = off + S[e, r]
+        for e in range(ne):
+            for a in range(DEGREE + 1):
+                for r in range(nb):
+                    phf[e, a, r] = Q[e, a, r] * _INV_ONE
         for c in range(pu):
+            cc = coef_t[c]
             for r in range(nb):
                 pred[c, r] = 0.0
             for b in range(nbk):
                 e = block_eval[b, 0]
-                off = block_offset[b] - DEGREE
                 for a in range(DEGREE + 1):
                     for r in range(nb):
-                        v = Q[e, a, r]
-                        term = (v * _INV_ONE) * coef_t[c, uint64(off + S[e, r] + a)]
-                        pred[c, r] += term if v != 0 else 0.0
+                        term = phf[e, a, r] * cc[uint64(idx[b, r] + a)]
+                        pred[c, r] += term if Q[e, a, r] != 0 else 0.0
         # the tail of _add_residual_products, column by column over the block's rows (the
         # same operations on every value; the products' integer sums in any order)
         for c in range(pu):
