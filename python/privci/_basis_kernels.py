@@ -372,13 +372,15 @@ def _quantize4(n0, n1, n2, n3, q, e):
 @njit(cache=True, inline="always", error_model="numpy")
 def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, eval_kv, zt,
                 outb, tt, S, Q):
-    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1; zt: a
-    (d, ROW_BLOCK) float64 scratch that ends holding every column's clipped t; outb[r] ends 1
-    where some column's t = (z - center) / scale lies beyond [-T, T] (NaN: inside), else 0;
-    tt: a (5, ROW_BLOCK) float64 scratch (the 4 basis values in rows 1..4)."""
+    """Spans S[e, r] and quantized values Q[e, a, r] of rows i0 .. i0 + nb - 1.
+
+    Scratch: zt (d, ROW_BLOCK) float64 ends holding every column's clipped t; outb
+    (2, ROW_BLOCK) int64: row 0 ends 1 where some column's t = (z - center) / scale lies
+    beyond [-T, T] (NaN: inside), else 0 (row 1: the rows to cut); tt (5, ROW_BLOCK)
+    float64 (the 4 basis values in rows 1..4)."""
     d = z.shape[1]
     for r in range(nb):
-        outb[r] = 0
+        outb[0, r] = 0
     if d > 1:
         # the block's rows read once, in memory order (then each column is contiguous)
         for r in range(nb):
@@ -393,7 +395,7 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
         for r in range(nb):
             v = (zt[j, r] - c) / sc
             v = 0.0 if v != v else v                # NaN -> 0, then clip (inf -> +-T)
-            outb[r] |= (v > T) | (v < -T)
+            outb[0, r] |= (v > T) | (v < -T)
             v = v if v < T else T
             zt[j, r] = v if v > -T else -T
     for e in range(eval_col.shape[0]):
@@ -439,10 +441,18 @@ def _eval_block(z, i0, nb, zc, zs, T, knots, inv_den, span_table, knot_len, eval
                 v = v if v > 0.0 else 0.0
                 v = v if v < 1.0 else 1.0
                 Q[e, a, r] = np.int64(v * ONE)
+        # the rows whose values sum above 2^F (rare: rounding) found in a vectorised loop,
+        # then cut (the same rows and the same cuts as a test per row)
+        nover = 0
         for r in range(nb):
-            if Q[e, 0, r] + Q[e, 1, r] + Q[e, 2, r] + Q[e, 3, r] > ONE:
-                Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r] = _cut_to_one(
-                    Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r])
+            o = (Q[e, 0, r] + Q[e, 1, r] + Q[e, 2, r] + Q[e, 3, r]) > ONE
+            outb[1, r] = o
+            nover += o
+        if nover:
+            for r in range(nb):
+                if outb[1, r]:
+                    Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r] = _cut_to_one(
+                        Q[e, 0, r], Q[e, 1, r], Q[e, 2, r], Q[e, 3, r])
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -502,7 +512,7 @@ def features_into(z, zc, zs, T, knots, inv_den, span_table, knot_len, eval_col, 
     ne = eval_col.shape[0]
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
     zt = np.empty((z.shape[1], ROW_BLOCK))
-    outb = np.empty(ROW_BLOCK, dtype=np.int64)
+    outb = np.empty((2, ROW_BLOCK), dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     run_start = np.empty(n_runs, dtype=np.int64)
@@ -541,7 +551,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
     zt = np.empty((z.shape[1], ROW_BLOCK))
-    outb = np.empty(ROW_BLOCK, dtype=np.int64)
+    outb = np.empty((2, ROW_BLOCK), dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -575,7 +585,7 @@ def _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
                 fv[4 * k + 1] = np.float64(run_val[k, 1])
                 fv[4 * k + 2] = np.float64(run_val[k, 2])
                 fv[4 * k + 3] = np.float64(run_val[k, 3])
-            g = _label(group, i0 + r, outb[r], out_label)
+            g = _label(group, i0 + r, outb[0, r], out_label)
             gP = uint64(g * P)
             for r1 in range(n_runs):
                 s1 = uint64(run_start[r1])
@@ -719,7 +729,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
     zt = np.empty((z.shape[1], ROW_BLOCK))
-    outb = np.empty(ROW_BLOCK, dtype=np.int64)
+    outb = np.empty((2, ROW_BLOCK), dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -755,7 +765,7 @@ def _accumulate_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den
         # the rows' labels and spans, then the updates pair by pair over the block's rows
         # (the same sums: the loops' bookkeeping is paid once per pair, not once per row)
         for r in range(nb):
-            g = _label(group, i0 + r, outb[r], out_label)
+            g = _label(group, i0 + r, outb[0, r], out_label)
             grow[r] = g
             gcr[r] = g * n_comp
         for b1 in range(nbk):
@@ -919,7 +929,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
     zt = np.empty((z.shape[1], ROW_BLOCK))
-    outb = np.empty(ROW_BLOCK, dtype=np.int64)
+    outb = np.empty((2, ROW_BLOCK), dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -952,7 +962,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
                         acc1 += ph * coef[s0 + a, c1]
                 res[c0] = acc0
                 res[c1] = acc1
-            _add_residual_products(res, U, r, pu, px, py, _label(block, i0 + r, outb[r], out_label),
+            _add_residual_products(res, U, r, pu, px, py, _label(block, i0 + r, outb[0, r], out_label),
                                    S_out)
 
 
@@ -1003,7 +1013,7 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     hi = (part + 1) * n // nparts
     tt = np.empty((DEGREE + 2, ROW_BLOCK))
     zt = np.empty((z.shape[1], ROW_BLOCK))
-    outb = np.empty(ROW_BLOCK, dtype=np.int64)
+    outb = np.empty((2, ROW_BLOCK), dtype=np.int64)
     S = np.empty((ne, ROW_BLOCK), dtype=np.int64)
     Q = np.empty((ne, DEGREE + 1, ROW_BLOCK), dtype=np.int64)
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
@@ -1054,7 +1064,7 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
                     prod = min(max(pred[a, r] * pred[px + b, r], -1.0), 1.0)
                     qp[r] = np.int64(prod * _ONE2_F)
                 for r in range(nb):
-                    S_out[_label(block, i0 + r, outb[r], out_label), col] += qp[r]
+                    S_out[_label(block, i0 + r, outb[0, r], out_label), col] += qp[r]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
