@@ -135,10 +135,12 @@ def predictions(Phi, coef):
     return np.clip(pred, -1.0, 1.0)
 
 
-def residual_block_sums(Phi, uqx, uqy, coef_x, coef_y, block, k):
+def residual_block_sums(Phi, uqx, uqy, coef_x, coef_y, block, k, residual_scale=None):
     """(k, px py) int64 block sums of trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F))."""
-    rx = np.clip(uqx * 2.0 ** -F - predictions(Phi, coef_x), -1.0, 1.0)
-    ry = np.clip(uqy * 2.0 ** -F - predictions(Phi, coef_y), -1.0, 1.0)
+    px = uqx.shape[1]
+    rs = np.ones(px + uqy.shape[1]) if residual_scale is None else np.asarray(residual_scale)
+    rx = np.clip((uqx * 2.0 ** -F - predictions(Phi, coef_x)) * rs[:px], -1.0, 1.0)
+    ry = np.clip((uqy * 2.0 ** -F - predictions(Phi, coef_y)) * rs[px:], -1.0, 1.0)
     px, py = rx.shape[1], ry.shape[1]
     S = np.zeros((k, px * py), dtype=np.int64)
     for b in range(py):

@@ -29,9 +29,17 @@ def test_demo_prints_all_tests():
     assert f"resolvable only from epsilon of about {e:.3g}" in text
     assert choose_design(442, 3, 1, 1, e, assume_additive=True).certified
     assert not choose_design(442, 3, 1, 1, e / 1.03, assume_additive=True).certified
-    # the simulation's alternative is found (eps = 7, n = 1000)
+    # the simulation's alternative is found (eps = 7, n = 1000): its power is about 0.95
+    # since the residuals are no longer clipped (stop 32; 1.00 before), so this seed's run
+    # and two more are asked for at least two rejections of three (false failure ~0.007)
     sim = [r for r in rows if r[0] == "PrivGCM" and "alternative" in r[1]]
-    assert len(sim) == 1 and float(sim[0][4]) <= 0.05
+    assert len(sim) == 1
+    found = [float(sim[0][4]) <= 0.05]
+    for seed in (4, 5):
+        more = cli.demo(seed=seed, out=io.StringIO())
+        found += [float(r[4]) <= 0.05 for r in more
+                  if r[0] == "PrivGCM" and "alternative" in r[1]]
+    assert sum(found) >= 2, found
 
 
 @pytest.fixture

@@ -49,7 +49,9 @@ the t they compute, with a select: every row does the same work.
 **Pass 1** (:func:`accumulate`): per group g, G_int[g] = sum q q^T (symmetric, int64) and
 B_int[g] = sum q uq^T.  **Pass 2** (:func:`residual_block_sums`): with public coefficients,
 pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first; the sum runs over the row's
-non-zero features in increasing index), r = clip(uq / 2^F - pred, -1, 1), and the block
+non-zero features in increasing index), r = clip((uq / 2^F - pred) s, -1, 1) with a public
+scale s per column (PrivGCM: s = 1 / c with |u - pred| <= c, so the clip never binds and
+E[r | z] = (E[u | z] - pred) s: no clipping bias), and the block
 sums of trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)) by block label (column a + px b).
 All three outputs are integers in units of 2^(-2F): :func:`to_float` converts.
 
@@ -898,16 +900,16 @@ def _accumulate_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _add_residual_products(res, U, r, pu, px, py, blk, S_out):
+def _add_residual_products(res, U, r, pu, px, py, blk, rs, S_out):
     """One row's tail of the residual pass: ``res`` holds the predictions of its pu = px +
-    py columns; the residuals clip(u - clip(prediction, -1, 1), -1, 1) replace them (a
+    py columns; the residuals clip((u - clip(prediction, -1, 1)) rs, -1, 1) replace them (a
     non-finite prediction counts as 0), and each clipped product r_x r_y is added, on the
     grid 2^-32, to block ``blk`` of S_out."""
     for c in range(pu):
         pr = res[c]
         pr = pr if math.isfinite(pr) else 0.0
         pr = min(max(pr, -1.0), 1.0)
-        res[c] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+        res[c] = min(max((U[c, r] * _INV_ONE - pr) * rs[c], -1.0), 1.0)
     for b in range(py):
         ryb = res[px + b]
         for a in range(px):
@@ -917,7 +919,7 @@ def _add_residual_products(res, U, r, pu, px, py, blk, S_out):
 
 @njit(cache=True, error_model="numpy")
 def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out,
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, rs, S_out,
                    part, nparts):
     """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
     n = z.shape[0]
@@ -963,7 +965,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
                 res[c0] = acc0
                 res[c1] = acc1
             _add_residual_products(res, U, r, pu, px, py, _label(block, i0 + r, outb[0, r], out_label),
-                                   S_out)
+                                   rs, S_out)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -977,17 +979,17 @@ def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_
     nparts = S_out.shape[0]
     for part in prange(nparts):
         _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                       eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label,
+                       eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, rs,
                        S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
 def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                     eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out):
+                     eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, rs, S_out):
     """:func:`residual_sums_into` on one thread (S_out with one part); small calls."""
     _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
-                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, S_out[0],
+                   eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, rs, S_out[0],
                    0, 1)
     return S_out
 
@@ -995,7 +997,7 @@ def _residual_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_ta
 @njit(cache=True, error_model="numpy")
 def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                            coef_t, block, out_label, S_out, part, nparts):
+                            coef_t, block, out_label, rs, S_out, part, nparts):
     """:func:`_residual_part` for a basis of additive blocks only; ``coef_t`` (px + py, P).
 
     The same operations in the same order (the prediction sums the row's features in
@@ -1052,11 +1054,12 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
         # the tail of _add_residual_products, column by column over the block's rows (the
         # same operations on every value; the products' integer sums in any order)
         for c in range(pu):
+            sc = rs[c]
             for r in range(nb):
                 pr = pred[c, r]
                 pr = pr if math.isfinite(pr) else 0.0
                 pr = min(max(pr, -1.0), 1.0)
-                pred[c, r] = min(max(U[c, r] * _INV_ONE - pr, -1.0), 1.0)
+                pred[c, r] = min(max((U[c, r] * _INV_ONE - pr) * sc, -1.0), 1.0)
         for b in range(py):
             for a in range(px):
                 col = a + px * b
@@ -1070,24 +1073,24 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
 @njit(parallel=True, cache=True, error_model="numpy")
 def residual_sums_additive_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                 span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                block_offset, coef_t, block, out_label, S_out):
+                                block_offset, coef_t, block, out_label, rs, S_out):
     """:func:`residual_sums_into` for additive bases (:func:`_residual_part_additive`)."""
     nparts = S_out.shape[0]
     for part in prange(nparts):
         _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den,
                                 span_table, knot_len, eval_col, eval_kv, block_eval, block_kv,
-                                block_offset, coef_t, block, out_label, S_out[part], part, nparts)
+                                block_offset, coef_t, block, out_label, rs, S_out[part], part, nparts)
     return S_out
 
 
 @njit(cache=True, error_model="numpy")
 def _residual_additive_serial(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                               knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                              coef_t, block, out_label, S_out):
+                              coef_t, block, out_label, rs, S_out):
     """:func:`residual_sums_additive_into` on one thread."""
     _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table,
                             knot_len, eval_col, eval_kv, block_eval, block_kv, block_offset,
-                            coef_t, block, out_label, S_out[0], 0, 1)
+                            coef_t, block, out_label, rs, S_out[0], 0, 1)
     return S_out
 
 
@@ -1263,11 +1266,12 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
 
 def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
                         spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS,
-                        check_labels=True, outside_block=None):
+                        check_labels=True, outside_block=None, residual_scale=None):
     """Pass 2: block sums of the quantized residual products, (k, px * py) int64.
 
     With phi = q / 2^F, pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first),
-    r = clip(uq / 2^F - pred, -1, 1) per column, and per row the products
+    r = clip((uq / 2^F - pred) s, -1, 1) per column (s: ``residual_scale``, default 1; with
+    s = 1 / c and |u - pred| <= c the clip only guards rounding), and per row the products
     trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)) are added to row block[i] of the output,
     column a + px b.  ``coef_x`` (P, px), ``coef_y`` (P, py) are public; ``block`` (n,)
     integers in [0, k) (``check_labels`` as in :func:`accumulate`); ``outside_block``: None or
@@ -1289,6 +1293,14 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
     if block.shape != (n,):
         raise ValueError(f"`block` must have shape ({n},); got {block.shape}")
     out_label = _outside_label(outside_block, k, "outside_block", "k")
+    if residual_scale is None:
+        rs = np.ones(px + py)
+    else:
+        rs = np.array(residual_scale, dtype=np.float64).reshape(-1)
+        if rs.shape != (px + py,) or not np.all(np.isfinite(rs)) or np.any(rs <= 0) or \
+                np.any(rs > 1):
+            raise ValueError(f"`residual_scale` must be {px + py} numbers in (0, 1] (the x "
+                             f"columns', then the y columns'); got {residual_scale!r}")
     nparts = _n_parts(n, k * px * py * 8)
     S = np.zeros((nparts, k, px * py), dtype=np.int64)
     additive = not np.any(spec.block_col[:, 1] >= 0)
@@ -1300,8 +1312,8 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         lab = _labels(block, n, lo, hi, k, "block", check_labels)
         if additive:
             kern = residual_sums_additive_into if kk > 1 else _residual_additive_serial
-            kern(*args, coef_t, lab, out_label, S[:kk])
+            kern(*args, coef_t, lab, out_label, rs, S[:kk])
         else:
             kern = residual_sums_into if kk > 1 else _residual_serial
-            kern(*args, spec.n_runs, coef, lab, out_label, S[:kk])
+            kern(*args, spec.n_runs, coef, lab, out_label, rs, S[:kk])
     return S.sum(axis=0) if nparts > 1 else S[0]

@@ -457,11 +457,14 @@ def spline_mechanism(source, plan, inp, scaling, means, xc, yc, centre, rng, mod
         coef_x = S.fit_coefficients(rel_x, design)
         coef_y = S.fit_coefficients(rel_y, design)
     # pass 2: residuals with the released coefficients, partial block sums, their noise
-    spec = dict(spec, coef_x=coef_x, coef_y=coef_y, entropy=new_entropy(rng))
+    # the residuals' public scales (from the released coefficients): no clip binds
+    res_scale = np.r_[S.residual_scales(coef_x, design), S.residual_scales(coef_y, design)]
+    spec = dict(spec, coef_x=coef_x, coef_y=coef_y, res_scale=res_scale,
+                entropy=new_entropy(rng))
     released, info, sens = source.map_reduce_release(
         spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q), rng)
     with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode)
+        test = S.spline_test(released, rel_x, rel_y, design, mode, res_scale)
     return spline_output(
         test, design, info, sens,
         S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens),

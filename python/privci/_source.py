@@ -109,10 +109,12 @@ def spline_pass2(xb, yb, zb, spec, start, stop):
         if spec["means"] is None and S._fast(design, stop - start):
             return S._sums_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
                                 *spec["scaling"], labels, design, spec["coef_x"],
-                                spec["coef_y"], k, left_out=True)
+                                spec["coef_y"], k, left_out=True,
+                                residual_scale=spec.get("res_scale"))
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
         return S.partition_block_sums(zb, U, labels, design, spec["coef_x"], spec["coef_y"],
-                                      spec["p"], k, keep=_inside(zb))
+                                      spec["p"], k, keep=_inside(zb),
+                                      residual_scale=spec.get("res_scale"))
 
 
 class MemorySource:

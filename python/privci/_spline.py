@@ -43,9 +43,15 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    but a linear function per column, eigenvalues floored at lambda.  Rich fit: the full
    basis, floor lambda, no ridge.
 5. **Residual products** (:func:`partition_block_sums`).  With the test fit public,
-   r_x = clip(x - clip(phi^T beta_x, -1, 1), -1, 1), likewise r_y; each product lies
-   in [-1, 1], so the k block sums of a second data-independent partition have L1
-   sensitivity 2 per pair of columns, whatever the fit.  Laplace noise.
+   r_x = (x - clip(phi^T beta_x, -1, 1)) / c_x, likewise r_y, where c = max(1 + p_max,
+   1 - p_min) in [1, 2] and [p_min, p_max] holds every prediction of the released fit
+   (:func:`residual_scales`: public, from its coefficients).  So |r| <= 1 with no clip,
+   E[r_x | z] = (E[x | z] - clip(phi^T beta_x)) / c_x and under the null E[r_x r_y] is
+   the fits' error product alone (a clip of x - prediction to [-1, 1], as before stop
+   32, biased it wherever the clip bound: a tight, off-centre window with skewed noise
+   rejected 0.27 of nulls at n = 10^6).  Each product lies in [-1, 1], so the k block
+   sums of a second data-independent partition have L1 sensitivity 2 per pair of
+   columns, whatever the fit.  Laplace noise.
 6. **Test** (:func:`spline_test`).  S = the sum of the k noisy block sums,
    t = S / sqrt(k var(block sums) + V + B^2) on k - 1 degrees of freedom.  V is the
    delta-method second moment of the shift e_x^T G e_y that the fits' noise puts on
@@ -97,6 +103,7 @@ CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
 # documented mechanism, fixed on pilot runs: vignettes/README.md)
 RICH_FLOOR = 1.0          # the rich fit's eigenvalue floor, in units of lambda
 UCB_Z = 2.0               # allowance: the debiased estimate plus this many noise sds
+
 CANONICAL = True          # second allowance: coarse canonical directions, unshrunk
 GP_SHRINK = 1.0           # quadratic forms' Gram: eigenvalues lowered by this * lambda, >= 0
 _ONE = 1 << SCALE_BITS
@@ -546,7 +553,8 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
 
 
-def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False):
+def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False,
+               residual_scale=None):
     """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
     :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k); with ``left_out``, k for rows
     left out, and the kernels send every row beyond the clip box there as well (an extra
@@ -559,7 +567,8 @@ def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_
     full_y[keep] = coef_y
     sums = residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
                                labels, k + 1 if left_out else k, check_labels=False,
-                               outside_block=k if left_out else None)
+                               outside_block=k if left_out else None,
+                               residual_scale=residual_scale)
     return sums[:k] if left_out else sums
 
 
@@ -635,14 +644,54 @@ def fit_coefficients(rel, design):
     return _test_operator(rel, design) @ rel.cross
 
 
-def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None):
-    """Pass 2 over rows: exact block sums of the clipped residual products (int64, 2^-32).
+def residual_scales(coef, design):
+    """Public residual scales s = 1 / c per column of ``coef`` (p_rich, cols): c =
+    max(1 + p_max, 1 - p_min) in [1, 2], where [p_min, p_max] holds every prediction
+    clip(phi^T coef, -1, 1) of the basis (post-processing of the released fit).
 
-    Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].  ``keep``
-    as in :func:`partition_stats`: a left-out row's product is not added.
+    An additive block's features are >= 0 and sum to at most 1, so its part of phi^T coef
+    lies in [min(0, min of its coefficients), max(0, max of its coefficients)]; the
+    bounds add over the blocks.  So u - prediction, u in [-1, 1], lies in [-c, c] and
+    (u - prediction) / c in [-1, 1]: the residuals need no clip (which biased them where
+    it bound).  Designs with interaction blocks, and non-finite coefficients, take c = 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci._spline import choose_design, residual_scales
+    >>> des = choose_design(10_000, 1, 1, 1, 2.0)
+    >>> p = des.n_features()
+    >>> residual_scales(np.full((p, 1), 0.25), des)    # predictions in [0, 0.25]: c = 1.25
+    array([0.8])
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    cols = coef.shape[1]
+    if design.interactions or not np.all(np.isfinite(coef)):
+        return np.full(cols, 0.5)
+    per = _n_per(design.rich_intervals)
+    starts = [0] + [per + j * (per - 1) for j in range(design.d)]
+    hi = np.zeros(cols)
+    lo = np.zeros(cols)
+    for a, b in zip(starts[:-1], starts[1:]):
+        blk = coef[a:b]
+        hi += np.maximum(blk.max(axis=0), 0.0)
+        lo += np.minimum(blk.min(axis=0), 0.0)
+    c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
+    return 1.0 / c
+
+
+def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
+                         residual_scale=None):
+    """Pass 2 over rows: exact block sums of the residual products (int64, 2^-32).
+
+    Residuals clip((u - clip(prediction, -1, 1)) s, -1, 1) with ``residual_scale`` s (p +
+    q,) (None: 1; PrivGCM passes :func:`residual_scales`, under which the clip never
+    binds).  Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].
+    ``keep`` as in :func:`partition_stats`: a left-out row's product is not added.
     """
     q = U.shape[1] - p
     m = t.shape[0]
+    rs = np.ones(U.shape[1]) if residual_scale is None else np.asarray(residual_scale, float)
     kp = None if keep is None else np.asarray(keep, dtype=bool)
     if _fast(design, m):
         lab = np.asarray(labels)
@@ -653,15 +702,17 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None):
         if kp is not None:
             lab[~kp] = k
         return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, lab, design, coef_x,
-                          coef_y, k, left_out=kp is not None)
+                          coef_y, k, left_out=kp is not None, residual_scale=rs)
     out = np.zeros((k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
         phi = design.features(t[sl])
         u = _quantise_u(U[sl])
-        rx = np.clip(u[:, :p] - np.clip(np.nan_to_num(phi @ coef_x), -1.0, 1.0), -1.0, 1.0)
-        ry = np.clip(u[:, p:] - np.clip(np.nan_to_num(phi @ coef_y), -1.0, 1.0), -1.0, 1.0)
+        rx = np.clip((u[:, :p] - np.clip(np.nan_to_num(phi @ coef_x), -1.0, 1.0)) * rs[:p],
+                     -1.0, 1.0)
+        ry = np.clip((u[:, p:] - np.clip(np.nan_to_num(phi @ coef_y), -1.0, 1.0)) * rs[p:],
+                     -1.0, 1.0)
         prod = (rx[:, :, None] * ry[:, None, :]).transpose(0, 2, 1).reshape(len(rx), p * q)
         scale = float(1 << (2 * SCALE_BITS))
         qp = np.trunc(np.clip(prod, -1.0, 1.0) * scale).astype(np.int64)
@@ -844,7 +895,7 @@ def _debiased(Dx, Dy, Kx, Ky, bx, by, rel_x, rel_y, Gp):
     return np.sqrt(np.maximum(raw2 - noise, 0.0)), noise
 
 
-def spline_test(released, rel_x, rel_y, design, mode):
+def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
     """Statistic, p-value and fit check from released values only (post-processing).
 
     Per pair: t = S / sqrt(k var(sums) + V + B^2) on k - 1 degrees of freedom; several
@@ -852,9 +903,17 @@ def spline_test(released, rel_x, rel_y, design, mode):
     """
     from ._private import _t_sf
     shift2, allow2, est2 = _shift_and_allowance(rel_x, rel_y, design)
-    shift2 = shift2.T.ravel()            # x index fastest, as the products
-    allow2 = allow2.T.ravel()
-    est2 = est2.T.ravel()
+    # the fits' terms are second moments of sums of (u - pred_x)(v - pred_y); a product is
+    # that times s_x s_y (the residual scales), its second moments times (s_x s_y)^2
+    if residual_scale is None:
+        unit = np.ones(shift2.shape)
+    else:
+        rs = np.asarray(residual_scale, dtype=np.float64)
+        px = shift2.shape[0]
+        unit = np.outer(rs[:px], rs[px:]) ** 2
+    shift2 = (unit * shift2).T.ravel()   # x index fastest, as the products
+    allow2 = (unit * allow2).T.ravel()
+    est2 = (unit * est2).T.ravel()
     k, c = released.shape
     S = released.sum(axis=0)
     block_var = k * np.var(released, axis=0, ddof=1)

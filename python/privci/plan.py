@@ -250,7 +250,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         PrivCRT's m.
     regression : {"spline", "krr"}, default "spline"
         PrivGCM's regression.  "spline" (privgcm's default with z): the
-        products (residuals clipped to the bounds) have sensitivity 2 and get
+        products (residuals in [-1, 1]; privgcm divides them by a public scale
+        c in [1, 2] from the released fit, which lowers the effect by up to 4x:
+        not modelled here, part of the upper approximation) have sensitivity 2 and get
         the test's share of epsilon (``privci._spline.choose_design``'s rule at
         (n, epsilon) for one column of z) on the rule's number of block sums
         (5, 10 or 20), i.e. an effective constant C = 2 / share with

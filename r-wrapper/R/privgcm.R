@@ -5,7 +5,7 @@
 #' residual products. By default (`regression = "spline"`) the regression is
 #' itself released with differential privacy (a spline fit of z, put on a unit
 #' scale by `z_center` and `z_scale`, released privately unless given), the
-#' residuals are clipped, and a t test runs on 5 to 20 noisy block sums; where the
+#' residuals are scaled into `[-1, 1]` (no clip), and a t test runs on 5 to 20 noisy block sums; where the
 #' public rule cannot resolve the fit the p-value is 1 and `fit_check` says so;
 #' with two or more columns of z that is always the case unless
 #' `assume_additive = TRUE` (passed through `...`) states an additive model.
@@ -44,7 +44,8 @@
 #' @param regression `"spline"` (default when z is given): the released
 #'   additive spline regression (Gram matrices and cross-products of cubic
 #'   B-splines of `(z - z_center) / z_scale` released with Laplace noise on two
-#'   halves of the rows, residuals clipped to `[-1, 1]`, 5 to 20 noisy block sums,
+#'   halves of the rows, residuals divided by a public scale in `[1, 2]` so that
+#'   they lie in `[-1, 1]` unclipped, 5 to 20 noisy block sums,
 #'   a t test that accounts for the fit's noise). Put z on a unit scale with
 #'   `z_center` and `z_scale` (named arguments passed through `...`).
 #'   `"krr"`: kernel ridge regression, the paper's Algorithm 1 (with
