@@ -885,7 +885,8 @@ def accumulate_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tab
     for part in prange(nparts):
         _accumulate_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                          eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, group,
-                         ucols, Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part, nparts)
+                         out_label, ucols, Gf, Bf, G.shape[1], G.shape[2], B.shape[3], part,
+                         nparts)
     return G, B
 
 
@@ -971,7 +972,7 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
 @njit(parallel=True, cache=True, error_model="numpy")
 def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                        eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
-                       block, out_label, S_out):
+                       block, out_label, rs, S_out):
     """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
 
     ``coef`` (P, px + py) holds the x columns' coefficients, then the y columns'.
