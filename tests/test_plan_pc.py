@@ -65,3 +65,12 @@ def test_plan_pc_validates(kw, msg):
     args.update(kw)
     with pytest.raises(ValueError, match=msg):
         plan_pc(args.pop("n"), args.pop("n_variables"), args.pop("epsilon"), **args)
+
+
+def test_plan_pc_docstring_examples():
+    # privci._plan_pc is private, so tests/test_docstrings.py does not collect it
+    import doctest
+
+    import privci._plan_pc as mod
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
