@@ -413,6 +413,10 @@ class Scenario:
     record: object = None        # (result, ledger, scenario) -> None, the record check
     auto_keys: tuple = ()        # record.bounds entries released by a private quantile
     seed: int = 11
+    # record name (a substring of ``res.privacy.releases[i].name``) -> the least largest
+    # witness ratio the probes must reach on those releases: a sensitivity stated twice too
+    # large, or noise drawn from half of it, is then exceeded (issue 38)
+    reach: dict = field(default_factory=dict)
 
     def row(self, spec):
         return np.array([spec[r] for r in self.roles], dtype=np.float64)
@@ -489,6 +493,30 @@ def _composition_parts(text):
     return [float(v) for v in re.findall(r"(?:^|,)\s*([0-9.]+(?:e[-+]?\d+)?) for ", inner)]
 
 
+def check_record_releases(releases, calls):
+    """The record's releases (``res.privacy.releases``, in the order drawn) are the ledger's,
+    one for one: the same epsilon share, the noise scale reported (and, seeded, drawn) and,
+    for Laplace, the sensitivity handed to the mechanism.  So the record cannot state one
+    sensitivity while the noise is drawn from another (issue 38: the Gram matrices' noise
+    from half the stated sensitivity passed the default path's scenario).  (PrivCRT's rank
+    states the statistics' sensitivity Delta_T; its scores have sensitivity 1 by
+    construction, checked by the witness.)"""
+    out = []
+    if len(releases) != len(calls):
+        return [f"the record lists {len(releases)} releases, the ledger saw {len(calls)}: "
+                f"{[r.name for r in releases]}"]
+    for r, c in zip(releases, calls):
+        if r.epsilon != c.share:
+            out.append(f"record {r.name!r}: epsilon {r.epsilon!r}, drawn with {c.share!r}")
+        if r.noise_scale != c.reported_scale or (c.seeded and r.noise_scale != c.scale):
+            out.append(f"record {r.name!r}: noise scale {r.noise_scale!r}, drawn with "
+                       f"{c.scale!r}")
+        if c.kind == "laplace" and r.sensitivity != c.sensitivity:
+            out.append(f"record {r.name!r}: sensitivity {r.sensitivity!r}, the noise was "
+                       f"calibrated to {c.sensitivity!r}")
+    return out
+
+
 def check_test_record(res, ledger, total, sc):
     """(c) for a PrivateTestResult: the record agrees with the ledger."""
     rec = res.privacy
@@ -515,6 +543,7 @@ def check_test_record(res, ledger, total, sc):
     elif total != Fraction(sc.epsilon):
         out.append(f"no composition stated, but the ledger spends {float(total)!r} of "
                    f"{sc.epsilon}")
+    out += check_record_releases(rec.releases, calls)
     lap = [c.sensitivity for c in calls if c.kind == "laplace"]
     for v in re.findall(r"L1 sensitivity ([0-9.]+(?:e[-+]?\d+)?)", rec.mechanism):
         if not any(math.isclose(float(v), s, rel_tol=1e-5) for s in lap):
@@ -576,6 +605,41 @@ def check_pc(res, ledger, total, sc):
         out.append(f"the budget's releases add up to {sum(spent)} > {sc.epsilon}")
     if res.n_tests != len(spent):
         out.append(f"{res.n_tests} tests released, {len(spent)} charged")
+    return out
+
+
+def check_release_table(table, ledger, total, sc):
+    """(c) for ``privci.release``: the table's record against the ledger.  The quantiles of
+    the "auto" bounds / centres come first (their shares add up to ``auto_epsilon``), then
+    one Laplace release per row block, each with the record's sensitivity and noise scale
+    and with the rest of epsilon (the blocks compose in parallel)."""
+    rec = table.privacy
+    calls = ledger.calls
+    out = []
+    quant = [c for c in calls if c.kind == "quantile"]
+    grams = [c for c in calls if c.kind == "laplace"]
+    if [c.kind for c in calls] != ["quantile"] * len(quant) + ["laplace"] * len(grams):
+        out.append("the releases are not the quantiles followed by the Gram matrices")
+    if rec["epsilon"] != sc.epsilon:
+        out.append(f"record epsilon {rec['epsilon']!r} != {sc.epsilon!r}")
+    if len(grams) != rec["blocks"]:
+        out.append(f"{len(grams)} Gram releases for {rec['blocks']} blocks")
+    auto = sum((c.charged() for c in quant), Fraction(0))
+    if not math.isclose(float(auto), rec["auto_epsilon"], rel_tol=1e-12):
+        out.append(f"the quantiles spend {float(auto)!r}, the record says auto_epsilon "
+                   f"{rec['auto_epsilon']!r}")
+    for c in grams:
+        if c.sensitivity != rec["sensitivity"] or c.reported_scale != rec["noise_scale"]:
+            out.append(f"a block's Gram matrix drawn with sensitivity {c.sensitivity!r}, "
+                       f"scale {c.scale!r}; the record states {rec['sensitivity']!r}, "
+                       f"{rec['noise_scale']!r}")
+        if auto + c.charged() > Fraction(rec["epsilon"]):
+            out.append(f"a block's Gram matrix gets {c.share!r} after {float(auto)!r} for the "
+                       f"bounds: more than epsilon {rec['epsilon']!r} in all")
+    if rec["hardened"] != all(c.hardened for c in calls):
+        out.append("hardened flag disagrees")
+    if total > Fraction(sc.epsilon):
+        out.append(f"a row's releases spend {float(total)} > {sc.epsilon}")
     return out
 
 
@@ -715,6 +779,22 @@ SCENARIOS = [
              {"a-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": -BIG, "b": BIG, "c": BIG}),
               "c-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": BIG, "b": BIG, "c": -BIG})},
              (0, 100, 199), check_pc_release),
+    # the default path (private z centre and scale) with enough epsilon for a z scale near
+    # the data's, so that a probed row moving inside the clip box reaches the Gram
+    # matrices' sensitivity (at epsilon 1 the released z_scale is ~5e7: every row has the
+    # same features and the Gram witness stays at 0.07; issue 38)
+    Scenario("privgcm-spline-default-gram", 10.0, R3, _xyz(),
+             _gcm(R3, epsilon=10.0, x_bound=3.0, y_bound=3.0),
+             {k: GCM_DESIGNS[k] for k in ("z-moves-in", "y-flip")}, ROWS, check_test_record,
+             auto_keys=("z_center",), reach={"Gram matrix": 0.5, "cross-products": 0.5}),
+    # release once, test many, with private bounds: the quantiles and then the row blocks'
+    # Gram matrices compose sequentially, the blocks in parallel (issue 38)
+    Scenario("privci.release-auto", 2.0, ("a", "b", "c"),
+             lambda g: g.normal(size=(300, 3)),
+             lambda d, rng: privci.release(d, epsilon=2.0, bounds="auto", blocks=2, rng=rng),
+             {"a-flip": ({"a": BIG, "b": BIG, "c": BIG}, {"a": -BIG, "b": BIG, "c": BIG}),
+              "in-out": ({"a": 0.1, "b": -0.2, "c": 0.3}, {"a": BIG, "b": -BIG, "c": BIG})},
+             (0, 1, 150, 299), check_release_table),
 ]
 
 
@@ -786,6 +866,15 @@ def test_ledger(spies, sc):
     bad = sc.record(res0, L0, total, sc)
     assert not bad, "\n".join(bad) + "\n" + report
 
+    # reach: the probes come close to the stated sensitivity of the named releases
+    for key, least in sc.reach.items():
+        idx = [i for i, r in enumerate(res0.privacy.releases) if key in r.name]
+        assert idx, f"no release named {key!r} in the record"
+        got = max((p.ratios.get(i, 0.0) for p in results for i in idx), default=0.0)
+        assert got >= least, (f"the probes reach {got:.3f} of the stated sensitivity of the "
+                              f"{key!r} releases, below {least}: a sensitivity stated twice "
+                              f"too large would go unnoticed\n{report}")
+
     # the OpenDP twin: same releases, calibrated scales, exact realised losses
     data = sc.make_data(np.random.default_rng(sc.seed))
     res_h, LH = run_ledger(sc.run, data, None)
@@ -838,6 +927,109 @@ def test_spline_fit_halves_are_parallel(spies):
     groups = set(rows_of.values())
     assert len(groups) == 2 and frozenset.union(*groups) == frozenset(sc.rows) and \
         not frozenset.intersection(*groups), rows_of
+
+
+# --------------------------------------------------------------------------- residual scale
+
+def _scale_takers():
+    """Functions of ``privci._spline`` with a ``residual_scale`` parameter (the residual sums
+    of pass 2 and the test): the scale they are handed must be the public one."""
+    from privci import _spline
+    return [f for f in vars(_spline).values()
+            if inspect.isfunction(f) and f.__module__ == _spline.__name__
+            and "residual_scale" in inspect.signature(f).parameters]
+
+
+RESIDUAL_SCALE_CASES = {
+    "fused": dict(x_bound=3.0, y_bound=3.0, z_center=0.0, z_scale=1.0),
+    "recentred": dict(x_bound=3.0, y_bound=3.0, z_center=0.0, z_scale=1.0,
+                      center_epsilon=0.2),
+}
+
+
+@pytest.mark.parametrize("case", list(RESIDUAL_SCALE_CASES))
+def test_residual_scale_is_the_public_function_of_the_released_fit(spies, monkeypatch, case):
+    """Issue 38: PrivGCM's residual scale c must be ``privci._spline.residual_scales`` of the
+    released test-fit coefficients, never a function of the rows (a scale from the fit's
+    predictions on the actual rows moved the block sums of every row when one row moved;
+    a leak through c that no L1 witness sees).
+
+    Spied, not recomputed: the coefficients the pipeline got from ``fit_coefficients`` (the
+    released fit), and every call of a ``_spline`` function with a ``residual_scale``
+    parameter.  Required: the scale handed to them equals ``residual_scales`` (the original
+    function, called here) of the coefficients handed with it, those coefficients are the
+    released ones, and on neighbouring data sets that share the releases' outputs (the
+    ledger's replay: the same seeded noise, earlier releases fixed) the coefficients and the
+    scale are the same bit for bit."""
+    from privci import _spline as S
+    residual_scales, fit_coefficients = S.residual_scales, S.fit_coefficients
+    log = {"coef": [], "takers": []}
+
+    def spy_fit(rel, design):
+        out = fit_coefficients(rel, design)
+        log["coef"].append(np.array(out, copy=True))
+        return out
+
+    def taker(f):
+        sig = inspect.signature(f)
+
+        def wrapped(*args, **kwargs):
+            b = sig.bind(*args, **kwargs)
+            a = b.arguments
+            rs = a.get("residual_scale")
+            log["takers"].append((f.__name__, None if rs is None else np.array(rs, copy=True),
+                                  a.get("coef_x"), a.get("coef_y"), a.get("design")))
+            return f(*args, **kwargs)
+        return wrapped
+
+    assert patch_everywhere(monkeypatch, fit_coefficients, spy_fit)
+    takers = _scale_takers()
+    assert takers, "no _spline function takes a residual_scale: update this test"
+    for f in takers:
+        patch_everywhere(monkeypatch, f, taker(f))
+
+    kw = RESIDUAL_SCALE_CASES[case]
+    sc = Scenario("residual-scale", 1.0, R3, _xyz(), _gcm(R3, epsilon=1.0, **kw), {}, ())
+    data = sc.make_data(np.random.default_rng(sc.seed))
+    # the probed row: z from the edge of the clip box (where the fit's predictions are
+    # extreme) to the centre, x and y at opposite bounds
+    D = data.copy()
+    D[7] = [3.0, -3.0, 3.9]
+    D2 = D.copy()
+    D2[7] = [-3.0, 3.0, 0.0]
+    seen = []
+    for data_, mode, ref in ((D, "record", None), (D2, "replay", "ref")):
+        log["coef"].clear()
+        log["takers"].clear()
+        _, led = run_ledger(sc.run, data_, sc.seed, mode=mode,
+                            reference=seen[0][2] if ref else None)
+        assert not led.errors, led.errors
+        coefs = [c.copy() for c in log["coef"]]
+        assert len(coefs) >= 2, "fit_coefficients was not called for x and y"
+        used = [t for t in log["takers"] if t[1] is not None]
+        assert used, "no residual scale was handed to the residual sums"
+        with_coef = [t for t in used if t[2] is not None]
+        assert with_coef, "no residual sums with the fit's coefficients were seen"
+        for name, rs, cx, cy, design in with_coef:
+            # the coefficients are the released fit's (x first, then y)
+            assert any(np.array_equal(cx, c) for c in coefs) and \
+                any(np.array_equal(cy, c) for c in coefs), \
+                f"{name} got coefficients that are not the released fit's"
+            want = np.r_[residual_scales(cx, design), residual_scales(cy, design)]
+            assert np.array_equal(rs, want), (
+                f"{name} was handed the residual scale {rs}, but residual_scales of the "
+                f"released coefficients is {want}: the scale is not the public one")
+        ref_rs = with_coef[0][1]
+        for name, rs, *_ in used:
+            assert np.array_equal(rs, ref_rs), f"{name} got another residual scale {rs}"
+        seen.append((coefs, ref_rs, led))
+    (coef_a, rs_a, _), (coef_b, rs_b, _) = seen
+    assert all(np.array_equal(a, b) for a, b in zip(coef_a, coef_b)), \
+        "the coefficients differ between neighbours that share the released fit"
+    assert np.array_equal(rs_a, rs_b), (
+        f"the residual scale differs between neighbours that share the released fit: "
+        f"{rs_a} against {rs_b}")
+    assert np.any(rs_a < 1.0), "the fit predicts nothing: the case cannot tell scales apart"
 
 
 # --------------------------------------------------------------------------- unit box

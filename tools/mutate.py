@@ -52,6 +52,9 @@ class Mutant:
     description: str
     count: Optional[int] = None   # substitutions required (None: at least one)
     issue: bool = True            # one of the mutants listed in issue 21
+    # the note: the tests (files or node ids) that must catch this mutant, run when --tests
+    # is not given (empty: the default test files)
+    tests: tuple = ()
 
 
 MUTANTS = [
@@ -153,6 +156,46 @@ MUTANTS = [
     Mutant("spline-box-ignored-fused", "_basis_kernels.py",
            r"return out_label if \(outside != 0\) & \(out_label >= 0\) else own",
            "return own", "fused spline kernels: rows beyond the clip box kept", 1, False),
+    # --- issue 38 (privacy tests, round 3): each with the tests that must catch it ------
+    Mutant("dask-rows-noise-skipped-at-row-0", "_dask.py",
+           r"(\n    )else:\n(\s*noisy = _noise_chunk\()",
+           r"\1elif start == 0:\n        noisy = vals\n    else:\n\2",
+           "Dask, one block per row (KRR): hardened noise skipped on the partition starting "
+           "at row 0", 1, False,
+           ("tests/test_dask.py::test_dask_noise_count_equals_the_record",)),
+    Mutant("residual-scale-from-rows", "_source.py",
+           r'spec\.get\("res_scale"\)',
+           '(lambda P: 1.0 / np.maximum(1.0 + np.max(P, axis=0, initial=0.0), '
+           '1.0 - np.min(P, axis=0, initial=0.0)))(np.clip(np.hstack(['
+           'design.features(zb) @ spec["coef_x"], design.features(zb) @ spec["coef_y"]]), '
+           '-1.0, 1.0))',
+           "spline pass 2: residual scale c from the released fit's predictions on the "
+           "partition's rows (data-dependent) instead of its coefficients", 2, False,
+           ("tests/test_ledger.py::test_residual_scale_is_the_public_function_of_the_"
+            "released_fit",)),
+    Mutant("release-auto-gram-gets-all-eps", "release.py",
+           r"eps = plan\.test_epsilon\n(\s*)U = _scaled",
+           r"eps = plan.epsilon\n\1U = _scaled",
+           "privci.release with bounds='auto': the Gram matrices get the whole epsilon "
+           "after the private bounds (max instead of sum)", 1, False,
+           ("tests/test_ledger.py::test_ledger[privci.release-auto]",)),
+    Mutant("gram-half-noise-default", "_spline.py",
+           r"laplace_mechanism\(_to_float\(g_int\), sens_g,",
+           "laplace_mechanism(_to_float(g_int), sens_g / 2,",
+           "Gram matrices' noise from half the stated sensitivity, seen by the default "
+           "path's (private z centre and scale) scenarios alone", 1, False,
+           ("tests/test_ledger.py::test_ledger[privgcm-spline-default]",
+            "tests/test_ledger.py::test_ledger[privgcm-spline-default-gram]")),
+    Mutant("privgcm-constant-p", "gcm.py",
+           r"^(    )out = (_spline_mechanism\(par, plan, inp\) if par\.spline else "
+           r"P\.krr_mechanism\(par, plan, inp\))\n",
+           r"\1inp = __import__('copy').copy(inp)\n"
+           r"\1inp.xa, inp.ya = 0.0 * inp.xa, 0.0 * inp.ya\n"
+           r"\1out = \2\n"
+           r"\1out.statistic, out.pvalue = 0.0, 0.5\n",
+           "privgcm (in memory) releases its statistics of zeroed x and y and returns "
+           "p = 0.5: private, but not the test", 1, False,
+           ("tests/test_neighbours.py::test_privgcm_neighbours",)),
 ]
 
 
@@ -229,8 +272,10 @@ def check_import(python, tmp):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS),
-                    help="default-run test files (paths from the repository root)")
+    ap.add_argument("--tests", nargs="+", default=None,
+                    help="test files or node ids (paths from the repository root) for every "
+                         "mutant; default: each mutant's own tests (its note), else "
+                         f"{' '.join(DEFAULT_TESTS)}")
     ap.add_argument("--only", nargs="+", help="mutant ids to run (default: all)")
     ap.add_argument("--issue-only", action="store_true", help="only issue 21's mutants")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per mutant run")
@@ -268,8 +313,13 @@ def main(argv=None):
             return 0
         fresh_copy(tmp)
         check_import(args.python, tmp)
+
+        def tests_of(m):
+            return list(args.tests or m.tests or DEFAULT_TESTS)
+
         if not args.no_baseline:
-            status, ids, dt = run_tests(args.python, args.tests, tmp, args.timeout,
+            baseline = list(dict.fromkeys(t for m in mutants for t in tests_of(m)))
+            status, ids, dt = run_tests(args.python, baseline, tmp, args.timeout,
                                         args.threads, not args.all_failures)
             print(f"baseline (unmutated copy): {status} in {dt:.0f} s", flush=True)
             if status != "pass":
@@ -279,7 +329,7 @@ def main(argv=None):
         for m in mutants:
             fresh_copy(tmp)
             apply(m, os.path.join(tmp, "privci"))
-            status, ids, dt = run_tests(args.python, args.tests, tmp, args.timeout,
+            status, ids, dt = run_tests(args.python, tests_of(m), tmp, args.timeout,
                                         args.threads, not args.all_failures)
             if status == "fail":
                 verdict = "caught by " + ", ".join(f"`{i}`" for i in ids)
@@ -292,13 +342,14 @@ def main(argv=None):
             rows.append((m, verdict, dt))
             print(f"{m.id}: {verdict} ({dt:.0f} s)", flush=True)
         print()
-        print(f"Tests: {' '.join(args.tests)}")
+        print(f"Tests: {' '.join(args.tests) if args.tests else 'each mutant its own (note), else ' + ' '.join(DEFAULT_TESTS)}")
         print()
-        print("| mutant | file | what | result | time |")
-        print("|---|---|---|---|---|")
+        print("| mutant | file | what | tests run | result | time |")
+        print("|---|---|---|---|---|---|")
         for m, verdict, dt in rows:
+            run = "given" if args.tests else ("note" if m.tests else "default")
             print(f"| {m.id}{'' if m.issue else ' (extra)'} | {m.file} | {m.description} | "
-                  f"{verdict} | {dt:.0f} s |")
+                  f"{run} | {verdict} | {dt:.0f} s |")
         missed = [m.id for m, v, _ in rows if not v.startswith("caught")]
         print()
         print("every mutant caught" if not missed else f"NOT caught: {', '.join(missed)}")
