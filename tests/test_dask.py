@@ -349,3 +349,149 @@ def test_every_dask_pass_accepts_an_empty_partition(client, data, rows):
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
     kw = dict(ridge_lambda=0.05, feature_rng=2, **RFF)
     _same(privci.gcm(*parts, **kw), privci.gcm(x, y, z, **kw))
+
+
+# --------------------------------------------------------------------- noise count (issue 38)
+#
+# A spy on OpenDP's samplers as privci.mechanisms builds them (``_laplace_measurement``: the
+# vector Laplace of a given size, scale and grid; ``_opendp_noisy_max``): every invocation
+# is logged with its noise scale and the number of values it draws noise for.  The workers
+# of the in-process cluster run in this process, so the spy sees the draws made there.
+# Issue 38: on the Dask path with one block per row, hardened noise was skipped on the
+# partition that starts at row 0 (700 of 3000 products released without noise) and the
+# record still said hardened; every test passed.
+
+class _SamplerSpy:
+    def __init__(self):
+        self.draws = []          # (kind, scale, number of values, the values handed in)
+        self.active = False
+
+    def wrap(self, meas, kind, scale):
+        spy = self
+
+        class Measurement:
+            def __call__(self, arg):
+                if spy.active:
+                    vals = np.asarray(arg, dtype=np.float64)
+                    spy.draws.append((kind, float(scale), int(vals.size), vals.copy()))
+                return meas(arg)
+
+            def __getattr__(self, name):     # map, input_domain, ...: the real measurement
+                return getattr(meas, name)
+        return Measurement()
+
+
+@pytest.fixture
+def sampler_spy(monkeypatch):
+    from privci import mechanisms as M
+    spy = _SamplerSpy()
+    laplace, noisy_max = M._laplace_measurement, M._opendp_noisy_max
+
+    def lap(size, scale, k):
+        return spy.wrap(laplace(size, scale, k), "laplace", scale)
+
+    def nmax(epsilon):
+        meas, scale, spent = noisy_max(epsilon)
+        return spy.wrap(meas, "noisy_max", scale), scale, spent
+
+    monkeypatch.setattr(M, "_laplace_measurement", lap)
+    monkeypatch.setattr(M, "_opendp_noisy_max", nmax)
+    yield spy
+    spy.active = False
+
+
+def _per_scale(draws):
+    out = {}
+    for _, scale, size, _ in draws:
+        out[scale] = out.get(scale, 0) + size
+    return out
+
+
+def _stated_count(release, cells):
+    """The number of noisy values a release's name states (None: not stated)."""
+    import re
+    m = re.match(r"(\d+) (residual products|block sums)$", release.name)
+    if m:
+        return int(m.group(1)) * cells
+    m = re.match(r"rank among (\d+) statistics$", release.name)
+    if m:
+        return int(m.group(1))
+    return None
+
+
+def _mx():
+    return privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
+
+
+NOISE_COUNT_CASES = {
+    # one block per row: the noise is drawn on the workers, partition by partition
+    "krr-rows": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=None,
+                                      feature_rng=3, **KRR), True),
+    "krr-blocks-centred": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=25,
+                                                center_epsilon=0.4, feature_rng=3, **KRR),
+                           True),
+    "spline-centred": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
+                                            z_scale=1.0, center_epsilon=0.3), True),
+    "unconditional": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4), False),
+    "privcrt": (privci.privcrt, dict(epsilon=2.0, model_x=_mx(), y_bound=6, x_residual_bound=4,
+                                     feature_rng=1, **RFF), True),
+}
+
+
+@pytest.mark.parametrize("case", list(NOISE_COUNT_CASES))
+def test_dask_noise_count_equals_the_record(client, data, sampler_spy, case):
+    """On the hardened Dask path every released value of every partition gets its draw:
+
+    * every draw is at the noise scale of a release in the record (no unrecorded noise), and
+      per noise scale the number of values drawn equals what the record states (the count
+      in a release's name: "3000 residual products", "25 block sums" times the columns,
+      "rank among 20 statistics") and what the in-memory path draws for the same releases
+      (the spline fit's Gram matrices and cross-products, the centres);
+    * with one block per row, the values handed to the sampler are the in-memory path's
+      products, every one of them (sorted, to 1e-9: the residuals differ by the order of
+      the sums only), and no value is drawn for twice;
+    * the record says hardened, and the Dask record lists the in-memory releases.
+    """
+    fn, kw, conditional = NOISE_COUNT_CASES[case]
+    x, y, z = data
+    z = z if conditional else None
+    spy = sampler_spy
+    spy.draws.clear()
+    spy.active = True
+    mem = fn(x, y, z, **kw)
+    mem_draws, spy.draws = spy.draws, []
+    dsk = fn(*_dask(x, y, z), **kw)
+    spy.active = False
+    dsk_draws = spy.draws
+    rec = dsk.privacy
+    assert rec.hardened and mem.privacy.hardened
+    assert [(r.name, r.epsilon, r.sensitivity, r.noise_scale) for r in rec.releases] == \
+        [(r.name, r.epsilon, r.sensitivity, r.noise_scale) for r in mem.privacy.releases]
+    assert dsk_draws, "the spy saw no draw on the Dask path"
+    drawn, drawn_mem = _per_scale(dsk_draws), _per_scale(mem_draws)
+    scales = {r.noise_scale for r in rec.releases}
+    assert set(drawn) <= scales, (f"noise drawn at scales {sorted(set(drawn) - scales)} that "
+                                  f"no release of the record states: {rec.releases}")
+    assert drawn == drawn_mem, (f"values drawn per noise scale on Dask {drawn}, in memory "
+                                f"{drawn_mem}")
+    cells = np.shape(np.atleast_2d(x.T).T)[1] * np.shape(np.atleast_2d(y.T).T)[1]  # p q
+    stated = {}
+    for r in rec.releases:
+        count = _stated_count(r, cells)
+        assert r.noise_scale in drawn, f"no noise drawn for the release {r}"
+        if count is not None:
+            stated[r.noise_scale] = stated.get(r.noise_scale, 0) + count
+    assert stated, "no release states its count: update _stated_count"
+    for scale, count in stated.items():
+        others = [r for r in rec.releases if r.noise_scale == scale
+                  and _stated_count(r, cells) is None]
+        assert not others, f"a release without a stated count shares the scale {scale}"
+        assert drawn[scale] == count, (
+            f"the record states {count} noisy values at scale {scale:g}; noise was drawn for "
+            f"{drawn[scale]} (draws of {[s for _, sc, s, _ in dsk_draws if sc == scale]})")
+    if case == "krr-rows":
+        scale = rec.releases[-1].noise_scale
+        got = np.sort(np.concatenate([v for _, sc, _, v in dsk_draws if sc == scale]))
+        want = np.sort(np.concatenate([v for _, sc, _, v in mem_draws if sc == scale]))
+        assert got.shape == want.shape == (N,)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
