@@ -183,7 +183,8 @@ def test_no_raw_data_retained():
     assert set(vars(tab)) == {"_grams", "names", "bounds", "centers", "knots", "block_rows",
                               "n", "epsilon", "sensitivity", "noise_scale", "mechanism",
                               "hardened", "_boot_seed", "n_queries", "_groups", "privacy",
-                              "auto_epsilon", "knot_values"}
+                              "auto_epsilon", "knot_values", "assumptions"}
+    assert tab.assumptions == {"assume_additive": False, "assume_smooth": False}
 
 
 # --- level and power ----------------------------------------------------------------------

@@ -57,9 +57,23 @@ class PCResult:
         record for the release).
     guarantee : str
     caveats : tuple of str
-    table : ReleasedTable or None
+    table : ReleasedTable, ReleasedCovariance or None
         ``method="release"``: the release the run was answered from (further
-        queries are free); None for the per-test path.
+        queries are free, and ``table.test(i, j, S)`` answers as the run did: the
+        table's ``assumptions`` are the ones the run stated); None otherwise.
+    untested : tuple of (i, j)
+        Edges of ``adjacency`` (i < j, positions) that stay only because no test could
+        remove them: a test with p > alpha was underpowered (power rule) or not
+        trusted, or their conditioning sets of some size were never asked (planned
+        orders, the test cap).  The other edges were *found*: every test asked of them
+        could have removed them and rejected independence.  Empty for the per-test and
+        sieve paths.
+    untested_reasons : dict
+        {(i, j): tuple of reasons} for the untested edges.
+    max_tests : int or None
+        The public cap on the number of distinct tests computed (``method="release"``).
+    statistics : str or None
+        ``method="release"``: the rung released, "linear" or "additive".
     """
 
     adjacency: np.ndarray
@@ -76,12 +90,26 @@ class PCResult:
     guarantee: str
     caveats: Tuple[str, ...] = field(default=())
     table: object = None
+    untested: Tuple[tuple, ...] = field(default=())
+    untested_reasons: dict = field(default_factory=dict)
+    max_tests: object = None
+    statistics: object = None
 
-    def edges(self):
-        """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--"."""
+    def edges(self, which="all"):
+        """The CPDAG's edges as (name_i, mark, name_j) with mark "->" or "--".
+
+        ``which``: "all" (default), "found" (edges every asked test could have removed)
+        or "untested" (edges kept only because no test could remove them).
+        """
+        if which not in ("all", "found", "untested"):
+            raise ValueError(f"`which` must be 'all', 'found' or 'untested'; got {which!r} "
+                             "instead.")
         out, g, p = [], self.directed, len(self.names)
+        skip = set(self.untested)
         for i in range(p):
             for j in range(i + 1, p):
+                if which != "all" and (((i, j) in skip) != (which == "untested")):
+                    continue
                 if g[i, j] == -1 and g[j, i] == 1:
                     out.append((self.names[i], "->", self.names[j]))
                 elif g[j, i] == -1 and g[i, j] == 1:
@@ -129,12 +157,17 @@ class PCResult:
                 raise ValueError("`ax` must be None or a pair of matplotlib Axes (graph, "
                                  f"ledger); got {ax!r} instead.") from None
         p = len(self.names)
+        untested = set(self.untested)
         ang = np.pi / 2 - 2 * np.pi * np.arange(p) / max(p, 1)
         xy = np.column_stack([np.cos(ang), np.sin(ang)])
         g = self.directed
         for i in range(p):
             for j in range(i + 1, p):
                 if not self.adjacency[i, j]:
+                    continue
+                if (i, j) in untested:
+                    g_ax.plot(xy[[i, j], 0], xy[[i, j], 1], color="0.6", lw=1.0, ls="--",
+                              zorder=1)
                     continue
                 g_ax.plot(xy[[i, j], 0], xy[[i, j], 1], color="0.3", lw=1.5, zorder=1)
                 head = None
@@ -155,7 +188,10 @@ class PCResult:
         g_ax.set_ylim(-1.4, 1.4)
         g_ax.set_aspect("equal")
         g_ax.axis("off")
-        g_ax.set_title(f"estimated graph ({int(self.adjacency.sum() // 2)} edges)")
+        m = int(self.adjacency.sum() // 2)
+        g_ax.set_title(f"estimated graph ({m} edges)" if not untested else
+                       f"estimated graph ({m - len(untested)} found, {len(untested)} "
+                       "untested: dashed)")
         ledger = self.budget.ledger
         eps = [float(r["epsilon"]) for r in ledger]
         labels = [str(r["test"]) for r in ledger]
@@ -170,10 +206,18 @@ class PCResult:
         return g_ax, l_ax
 
     def __repr__(self):
-        edges = ", ".join(f"{a} {m} {b}" for a, m, b in self.edges()) or "none"
-        return (f"PCResult(edges=[{edges}], n_tests={self.n_tests}, "
-                f"spent={self.budget.spent:.6g} of epsilon={self.epsilon:.6g}, "
-                f"alpha={self.alpha:g})")
+        def fmt(which):
+            return ", ".join(f"{a} {m} {b}" for a, m, b in self.edges(which)) or "none"
+
+        cap = "" if self.max_tests is None else f" of at most {self.max_tests}"
+        tail = (f"n_tests={self.n_tests}{cap}, spent={self.budget.spent:.6g} of "
+                f"epsilon={self.epsilon:.6g}, alpha={self.alpha:g})")
+        if not self.untested:
+            return f"PCResult(edges=[{fmt('all')}], {tail}"
+        k, m = len(self.untested), int(self.adjacency.sum() // 2)
+        return (f"PCResult(found=[{fmt('found')}], untested=[{fmt('untested')}] ({k} of "
+                f"{m} edges stay only because no test could remove them: not evidence of "
+                f"an edge), {tail}")
 
 
 def _candidate_sets(adj_sets, i, j, order):
@@ -198,8 +242,10 @@ def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
     ``ask(i, j, S)`` returns ``(p_value, may_remove)``: the edge i - j is removed, with
     separating set S, at the first candidate set whose p-value exceeds ``alpha`` and
     which ``may_remove``.  ``before_order(order, plan, adj_sets, edges)`` is called at
-    the start of each order (the per-test path plans its epsilon there).  Adjacencies
-    are frozen within an order (PC-stable).  Returns (adjacency, sepsets, orders run).
+    the start of each order (the per-test path plans its epsilon there); it may return
+    ``(plan, last)``: the plan to run instead (a sub-list: edges left out are not tested
+    at this order) and whether this is the last order to run.  Adjacencies are frozen
+    within an order (PC-stable).  Returns (adjacency, sepsets, orders run).
     """
     top = p - 2 if top is None else min(top, p - 2)
     adj = ~np.eye(p, dtype=bool)
@@ -212,8 +258,11 @@ def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
         if not plan:
             break
         orders.append(order)
+        last = False
         if before_order is not None:
-            before_order(order, plan, adj_sets, edges)
+            got = before_order(order, plan, adj_sets, edges)
+            if got is not None:
+                plan, last = got
         removed = []
         for i, j, cands in plan:
             for s in cands:
@@ -224,15 +273,35 @@ def _pc_skeleton(p, alpha, ask, *, top=None, before_order=None):
                     break
         for i, j in removed:
             adj[i, j] = adj[j, i] = False
+        if last:
+            break
     return adj, sepsets, orders
 
 
-def _orient(adj, sepsets):
+def _unshielded_triples(adj):
+    """(i, k, j) with i < j, i - k - j adjacent and i, j not adjacent."""
+    p = adj.shape[0]
+    out = []
+    for k in range(p):
+        nb = np.flatnonzero(adj[k])
+        for i, j in itertools.combinations(nb, 2):
+            if not adj[i, j]:
+                out.append((int(i), k, int(j)))
+    return out
+
+
+def _orient(adj, sepsets, colliders=None, conflicts="first"):
     """CPDAG from a skeleton and separating sets: v-structures, then Meek's rules 1-3.
 
-    Encoding as causal-learn's ``G.graph``.  A v-structure i -> k <- j is
-    oriented unless one of its edges is already oriented the other way (the
-    first orientation is kept).
+    Encoding as causal-learn's ``G.graph``.  ``colliders``: {(i, k, j): True, False or
+    None} for the unshielded triples (True: i -> k <- j; None: ambiguous, left
+    unoriented); default: a collider when k is not in the separating set of (i, j).
+    ``conflicts="first"``: a v-structure is oriented unless one of its edges is already
+    oriented the other way (the first orientation is kept, so the order of the triples
+    decides).  ``"undirected"``: an edge that two v-structures would orient both ways is
+    left undirected and every other arrowhead stands on its own triple, so one wrong
+    separating set cannot flip an edge that another triple oriented; Meek's rules then
+    propagate only the arrowheads that stand.
     """
     p = adj.shape[0]
     g = np.where(adj, -1, 0).astype(np.int8)
@@ -246,12 +315,20 @@ def _orient(adj, sepsets):
     def orient(a, b):
         g[a, b], g[b, a] = -1, 1
 
-    for k in range(p):
-        nb = np.flatnonzero(adj[k])
-        for i, j in itertools.combinations(nb, 2):
-            if adj[i, j]:
-                continue
-            if k in sepsets.get((min(i, j), max(i, j)), ()):
+    triples = _unshielded_triples(adj)
+    if colliders is None:
+        colliders = {(i, k, j): k not in sepsets.get((i, j), ()) for i, k, j in triples}
+    if conflicts == "undirected":
+        heads = set()
+        for i, k, j in triples:
+            if colliders.get((i, k, j)):
+                heads.update({(i, k), (j, k)})
+        for a, b in heads:
+            if (b, a) not in heads:
+                orient(a, b)
+    else:
+        for i, k, j in triples:
+            if not colliders.get((i, k, j)):
                 continue
             for a in (i, j):
                 if not directed(k, a):

@@ -67,10 +67,11 @@ Everything a test uses is released or public; the object never holds a row.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Tuple
 
@@ -81,7 +82,8 @@ from ._epsilon import remaining
 from ._plan import ReleasePlan
 from .mechanisms import laplace_mechanism
 
-__all__ = ["release", "ReleasedTable", "ReleasedTestResult", "release_sensitivity",
+__all__ = ["release", "ReleasedTable", "ReleasedCovariance", "ReleasedTestResult",
+           "release_sensitivity", "covariance_sensitivity",
            "release_knots", "release_resolves", "hat_features"]
 
 SCALE_BITS = 16
@@ -120,7 +122,14 @@ ADDITIVE_FAILSAFE = (
 # normal column cut at 1.5 sd: 0.097-0.105), unless assume_smooth=True
 MAX_SPACING = 0.4
 MAX_CLIPPED = 0.10
+ADDITIVE_ASSUMPTION = (
+    "assume_additive: E[x_i | S] and E[x_j | S] are additive in the clipped columns of S "
+    "(a product of two conditioning columns can make the test reject a true null)")
+SMOOTH_ASSUMPTION = (
+    "assume_smooth: E[x_i | S] and E[x_j | S] vary on scales of at least three knot "
+    "spacings (table.resolution); finer structure can make the test reject a true null")
 CLIP_WARN = 0.05             # released share of rows at a clipping bound that earns a caveat
+STATISTICS = ("additive", "linear")     # what privci.release publishes (the rungs)
 
 
 def _group_noise_sd(g, scale):
@@ -397,6 +406,10 @@ class ReleasedTestResult:
         level 0.05 (Bonferroni) with probability about 1/2, r = z * sd(T) /
         sqrt(T_ii T_jj).  ``pc``'s ``power_rule`` lets only queries with
         r <= power_rule remove an edge.
+    assumptions : tuple of str
+        The public assumptions the answer rests on (``assume_additive``,
+        ``assume_smooth`` or ``assume_linear``, each with what it means); empty when
+        none was needed.
     """
 
     statistic: float
@@ -411,6 +424,7 @@ class ReleasedTestResult:
     variance_parts: dict = field(default_factory=dict)
     component_pvalues: Tuple[float, ...] = field(default=())
     detectable_correlation: float = math.nan
+    assumptions: Tuple[str, ...] = field(default=())
 
 
 class ReleasedTable:
@@ -440,6 +454,9 @@ class ReleasedTable:
         self._boot_seed = boot_seed
         self.auto_epsilon = float(auto_epsilon)
         self.n_queries = 0
+        # the defaults of test()'s assume_* arguments: False for privci.release, True for
+        # the table privci.causal.pc returns (the assumptions its queries were answered on)
+        self.assumptions = {"assume_additive": False, "assume_smooth": False}
         self._groups = [self._groups_for(v) for v in range(len(self.names))]
         self.privacy = {
             "epsilon": self.epsilon,
@@ -558,17 +575,38 @@ class ReleasedTable:
         G = self.gram[v * K1:(v + 1) * K1, v * K1:(v + 1) * K1]
         return float(max(0.0, G[0].sum() + G[-1].sum()) / self.n)
 
+    def edge_share_noise(self):
+        """The noise standard deviation of :meth:`edge_share` (public: the noise scale).
+
+        The share sums row 0 and row K of a column's pooled diagonal block over n; the
+        corner entry (0, K) enters twice, so the sum of squared coefficients over the
+        released entries is 2K + 4, each of Laplace variance 2 scale^2 (pooled over the
+        blocks)."""
+        sc = self.noise_scale * math.sqrt(self.blocks)
+        return sc * math.sqrt(2.0 * (2 * self.knots + 4)) / self.n
+
     @property
     def caveats(self):
-        """Public caveats about the release (e.g. columns that sit at their bounds)."""
+        """Public caveats about the release (e.g. columns that sit at their bounds).
+
+        A column is named when its released :meth:`edge_share` exceeds ``CLIP_WARN`` by more
+        than z_{1 - 0.01 / V} noise standard deviations (:meth:`edge_share_noise`), so that
+        at most about 1% of releases whose columns all fit their bounds are flagged by the
+        noise alone.  When the noise is too large for the check (its margin above
+        ``CLIP_WARN``) one caveat says so instead."""
+        from scipy.special import ndtri
         out = []
+        margin = float(ndtri(1.0 - 0.01 / len(self.names))) * self.edge_share_noise()
         for v, name in enumerate(self.names):
             sh = self.edge_share(v)
-            if sh > CLIP_WARN:
+            if sh > CLIP_WARN + margin:
                 out.append(f"column {name!r}: about {sh:.0%} of the rows are at or near its "
-                           "clipping bound (released); the bounds or centres do not fit this "
-                           "column (standardise with public constants, or use "
-                           "bounds='auto', centers='auto').")
+                           f"clipping bound (released; noise sd {self.edge_share_noise():.1%}); "
+                           "the bounds or centres do not fit this column (standardise with "
+                           "public constants, or use bounds='auto', centers='auto').")
+        if margin > CLIP_WARN:
+            out.append(f"the released shares of rows at the clipping bounds are too noisy "
+                       f"(noise sd {self.edge_share_noise():.1%}) to check the bounds.")
         return tuple(out)
 
     def active_range(self, v):
@@ -758,8 +796,8 @@ class ReleasedTable:
         c[..., nr:, :] = -beta
         return c
 
-    def test(self, i, j, S=(), *, responses="quadratic", alpha=None, assume_additive=False,
-             assume_smooth=False):
+    def test(self, i, j, S=(), *, responses="quadratic", alpha=None, assume_additive=None,
+             assume_smooth=None):
         """Test column i independent of column j given the columns S (post-processing only).
 
         Parameters
@@ -827,11 +865,15 @@ class ReleasedTable:
         if responses not in _RESPONSES:
             raise ValueError(f"`responses` must be one of {tuple(_RESPONSES)}; got "
                              f"{responses!r} instead.")
+        if assume_additive is None:
+            assume_additive = self.assumptions["assume_additive"]
+        if assume_smooth is None:
+            assume_smooth = self.assumptions["assume_smooth"]
         if not isinstance(assume_additive, (bool, np.bool_)):
-            raise TypeError("`assume_additive` must be True or False; got "
+            raise TypeError("`assume_additive` must be True, False or None; got "
                             f"{assume_additive!r} instead.")
         if not isinstance(assume_smooth, (bool, np.bool_)):
-            raise TypeError("`assume_smooth` must be True or False; got "
+            raise TypeError("`assume_smooth` must be True, False or None; got "
                             f"{assume_smooth!r} instead.")
         a, b, ss = self._key(i, j, S)
         why = None
@@ -844,7 +886,10 @@ class ReleasedTable:
             names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
             return ReleasedTestResult(math.nan, 1.0, "none", math.nan, math.nan, False,
                                       False, names, (why,), {}, (), math.inf)
-        return self._answer(i, j, S, responses, QUADRATIC_MAX_S)
+        res = self._answer(i, j, S, responses, QUADRATIC_MAX_S)
+        assumed = ((ADDITIVE_ASSUMPTION,) if len(ss) >= 2 else ()) + \
+            ((SMOOTH_ASSUMPTION,) if ss and assume_smooth else ())
+        return replace(res, assumptions=assumed) if assumed else res
 
     def _answer(self, i, j, S, responses, quadratic_max_s):
         """:meth:`test` with the largest |S| that gets the squared responses as a parameter
@@ -1035,7 +1080,8 @@ class ReleasedTable:
 
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
-            blocks=DEFAULT_BLOCKS, knots=RELEASE_KNOTS, auto_share=AUTO_SHARE):
+            blocks=DEFAULT_BLOCKS, knots=RELEASE_KNOTS, auto_share=AUTO_SHARE,
+            statistics="additive"):
     """Release a table's second moments once, with ``epsilon``; test any CI query for free.
 
     Parameters
@@ -1080,10 +1126,18 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         The share of ``epsilon`` spent on the ``"auto"`` centres and bounds (sequential
         composition: they and the Gram matrices together are ``epsilon``-DP); unused
         without ``"auto"``.
+    statistics : {"additive", "linear"}, default "additive"
+        What is released.  ``"additive"``: the hat-feature Gram matrices above
+        (:class:`ReleasedTable`; additive fits of any smooth E[x | S]).  ``"linear"``:
+        the first and second moments of the clipped, scaled columns only
+        (:class:`ReleasedCovariance`; (V + 1)(V + 2) / 2 - 1 noisy numbers at L1
+        sensitivity ((V + 1/2)^2 + V) / 2 instead of V (K + 1) (V (K + 1) + 1) / 2 at
+        V^2 + V), whose queries test zero partial correlation (conditional independence
+        where the conditional means are linear).  ``blocks`` and ``knots`` do not apply.
 
     Returns
     -------
-    ReleasedTable
+    ReleasedTable or ReleasedCovariance
 
     Examples
     --------
@@ -1111,12 +1165,21 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                          f"n={n} rows instead.")
     if len(set(map(repr, names))) != len(names):
         raise ValueError(f"`data` must have distinct column names; got {names!r} instead.")
+    if not (isinstance(statistics, str) and statistics in STATISTICS):
+        raise ValueError(f"`statistics` must be one of {STATISTICS}; got {statistics!r} "
+                         "instead.")
+    if statistics == "linear" and (k != DEFAULT_BLOCKS or K is not None):
+        raise ValueError("`blocks` and `knots` apply to statistics='additive' only; got "
+                         f"blocks={blocks!r}, knots={knots!r} with statistics='linear'.")
     gen = None if rng is None else V.check_rng(rng)
     if budget is not None:
         from .budget import PrivacyBudget
         if not isinstance(budget, PrivacyBudget):
             raise TypeError("`budget` must be None or a privci.PrivacyBudget; got "
                             f"{type(budget).__name__} instead.")
+    if statistics == "linear":
+        return _release_linear(X, names, eps=eps, b=b, c=c, auto_b=auto_b, auto_c=auto_c,
+                               share=share, gen=gen, budget=budget)
     sens_base = release_sensitivity(nv)
     eps_auto = share * eps if (auto_b or auto_c) else 0.0
     eps_gram = remaining(eps, eps_auto) if eps_auto else eps
@@ -1173,6 +1236,401 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                          auto_epsilon=eps_auto)
 
 
+# --- the linear rung: one release of the clipped columns' first and second moments -----
+
+COV_WEIGHT = 0.5             # public weight a of the constant feature in f = (a, u)
+LINEAR_BOOT = 100            # bootstrap draws of the linear statistic's noise
+LINEAR_CHUNK = 256           # queries per vectorised batch
+LINEAR_FLOOR = 2.0           # eigenvalue floor: this x the noise's expected operator norm
+SD_WIDE = 0.05               # a released sd(u) below this: the bounds are wide (>= 20 sd)
+SD_TIGHT = 0.5               # a released sd(u) above this: the bounds are tight (<= 2 sd)
+LINEAR_ASSUMPTION = (
+    "assume_linear: E[x_i | S] and E[x_j | S] are linear in the clipped, scaled columns of "
+    "S and the residuals' variance does not move with S (the partial-correlation null of "
+    "Fisher's z test); a nonlinear conditional mean shared by x_i and x_j can make the "
+    "test reject a true conditional independence")
+LINEAR_FAILSAFE = (
+    "a conditioning column on the linear release: zero partial correlation is conditional "
+    "independence only when E[x_i | S] and E[x_j | S] are linear in S; p = 1 (the "
+    "fail-safe, not evidence of independence).  Pass assume_linear=True to state it.")
+
+
+def covariance_sensitivity(n_vars):
+    """L1 sensitivity of the linear release: ((V + a)^2 + V) / 2 with a = ``COV_WEIGHT``.
+
+    The released vector is the upper triangle of sum f f^T for f = (a, u_1, ..., u_V),
+    u_v in [-1, 1], without the entry (0, 0) (a^2 n: public).  Write d = f - g and
+    s = f + g for the rows before and after a replacement.  Then f_k f_l - g_k g_l =
+    (d_k s_l + s_k d_l) / 2, so the sum of |f_k f_l - g_k g_l| over all ordered pairs
+    is at most ||d||_1 ||s||_1 <= ((||d||_1 + ||s||_1) / 2)^2; each coordinate has
+    |d_k| + |s_k| = 2 max(|f_k|, |g_k|) <= 2 (and d_0 = 0, s_0 = 2a), so the full sum
+    is at most (V + a)^2.  The upper triangle counts each off-diagonal pair once:
+    (full + diagonal) / 2 <= ((V + a)^2 + V) / 2, as the diagonal changes by at most
+    1 per column.  All columns at +bound against all at 0 come within 1% of it.
+
+    Examples
+    --------
+    >>> covariance_sensitivity(8)
+    40.125
+    """
+    v = V.check_int(n_vars, "n_vars", 1)
+    return float(((v + COV_WEIGHT) ** 2 + v) / 2.0)
+
+
+def _cov_features(U):
+    """(m, V + 1) int64 in units 2^-16: the constant a, then u rounded to the grid.
+
+    Rounding to nearest keeps |u| <= 1 (the grid holds -1 and 1), so the bound of
+    :func:`covariance_sensitivity` holds for the rounded values."""
+    m, nv = U.shape
+    F = np.empty((m, nv + 1), np.int64)
+    F[:, 0] = int(round(COV_WEIGHT * _ONE))
+    F[:, 1:] = np.rint(np.clip(U, -1.0, 1.0) * _ONE).astype(np.int64)
+    return F
+
+
+def _laplace_normal_sf(t, s, b):
+    """P(N + L > t) for N ~ N(0, s^2) and L ~ Laplace(0, b), elementwise (t >= 0).
+
+    With E ~ Exp(mean b): P(N + E > t) = Phi_c(t/s) + exp(s^2/(2b^2) - t/b) Phi(t/s - s/b)
+    and P(N - E > t) = Phi_c(t/s) - exp(s^2/(2b^2) + t/b) Phi(-t/s - s/b); L is E or -E
+    with probability 1/2 each.  Evaluated in logs (scipy's log_ndtr)."""
+    from scipy.special import log_ndtr, ndtr
+    t = np.asarray(t, float)
+    s = np.maximum(np.asarray(s, float), 1e-300)
+    b = np.asarray(b, float)
+    out = ndtr(-t / s)
+    pos = b > 0
+    if np.any(pos):
+        bb = np.where(pos, b, 1.0)
+        c = s * s / (2.0 * bb * bb)
+        up = np.exp(c - t / bb + log_ndtr(t / s - s / bb))
+        down = np.exp(c + t / bb + log_ndtr(-t / s - s / bb))
+        out = np.where(pos, out + 0.5 * (up - down), out)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _linear_stats(Ms, floor):
+    """Residual Gram matrices (..., 2, 2) of the responses (rows/columns 0, 1) given the
+    regressors (2:) of moment matrices ``Ms`` (..., q, q), with the regressors' Gram
+    eigenvalues floored at ``floor``; also the smallest eigenvalue before the floor."""
+    Mz = Ms[..., 2:, 2:]
+    w, Vv = np.linalg.eigh(Mz)
+    wf = np.maximum(w, floor)
+    inv = (Vv / wf[..., None, :]) @ np.swapaxes(Vv, -1, -2)
+    beta = inv @ Ms[..., 2:, :2]
+    cross = Ms[..., :2, 2:] @ beta
+    R = Ms[..., :2, :2] - cross - np.swapaxes(cross, -1, -2) + \
+        np.swapaxes(beta, -1, -2) @ Mz @ beta
+    return R, w[..., 0], beta
+
+
+class ReleasedCovariance:
+    """The linear rung: released first and second moments of the clipped, scaled columns.
+
+    Made by :func:`release` with ``statistics="linear"``; holds only the released
+    (V + 1) x (V + 1) moment matrix of f = (a, u_1, ..., u_V) (the entry (0, 0) = a^2 n
+    is public) and public parameters.  :meth:`test` answers (i, j | S) by the partial
+    correlation of u_i and u_j given (1, u_S), with a noise-aware variance
+    (post-processing; docs page "Release once, test many").
+    """
+
+    statistics = "linear"
+
+    def __init__(self, *, moments, names, bounds, centers, n, epsilon, sensitivity,
+                 noise_scale, mechanism, hardened, charge_statement, boot_seed,
+                 auto_epsilon=0.0, assumptions=None):
+        self._M = moments
+        self.names = list(names)
+        self.bounds = np.asarray(bounds, dtype=float)
+        self.centers = np.asarray(centers, dtype=float)
+        self.n = int(n)
+        self.epsilon = float(epsilon)
+        self.sensitivity = float(sensitivity)
+        self.noise_scale = float(noise_scale)
+        self.mechanism = mechanism
+        self.hardened = bool(hardened)
+        self._boot_seed = boot_seed
+        self.auto_epsilon = float(auto_epsilon)
+        self.n_queries = 0
+        self.assumptions = {"assume_linear": False}
+        if assumptions:
+            self.assumptions.update(assumptions)
+        self.privacy = {
+            "epsilon": self.epsilon,
+            "mechanism": mechanism,
+            "sensitivity": self.sensitivity,
+            "noise_scale": self.noise_scale,
+            "blocks": 1,
+            "auto_epsilon": self.auto_epsilon,
+            "composition": (("private centres/bounds (epsilon "
+                             f"{self.auto_epsilon:g}), then " if self.auto_epsilon else "")
+                            + "one epsilon-DP release: the Laplace mechanism on the first "
+                            "and second moments of the clipped, scaled columns (L1 "
+                            f"sensitivity {self.sensitivity:g} = ((V + a)^2 + V) / 2, "
+                            f"a = {COV_WEIGHT:g}), replacement of one row"),
+            "queries": "post-processing of the release: every query costs epsilon 0",
+            "charged": charge_statement,
+            "hardened": self.hardened,
+        }
+
+    blocks = 1
+
+    @property
+    def moments(self):
+        """The released moment matrix of f = (a, u): a copy, shape (V + 1, V + 1)."""
+        return self._M.copy()
+
+    @property
+    def epsilon_spent_by_queries(self):
+        return 0.0
+
+    def covariance(self):
+        """The released covariance matrix of the clipped, scaled columns u (a copy)."""
+        M = self._M
+        m = M[0, 1:] / (COV_WEIGHT * self.n)
+        return M[1:, 1:] / self.n - np.outer(m, m)
+
+    def column_moments(self, v):
+        """Released mean and standard deviation of the scaled column u_v (0 if the released
+        variance is not positive), and the noise sd of the released variance."""
+        v = self._index(v, "v")
+        m = float(self._M[0, v + 1] / (COV_WEIGHT * self.n))
+        var = float(self._M[v + 1, v + 1] / self.n - m * m)
+        return m, math.sqrt(max(var, 0.0))
+
+    def _var_noise_sd(self):
+        return math.sqrt(2.0) * self.noise_scale / self.n
+
+    @property
+    def caveats(self):
+        """Public caveats from released values, with their noise taken into account.
+
+        A column whose released sd(u) is above ``SD_TIGHT`` (bounds closer than 2 sd)
+        beyond the noise is flagged as clipped; one whose released sd(u) is below
+        ``SD_WIDE`` (bounds wider than 20 sd) beyond the noise as wide (the noise is then
+        large against the column).  The margin is z_{1 - 0.01 / V} noise sds of the
+        released variance (at most 1% of tables flagged by noise alone)."""
+        from scipy.special import ndtri
+        out = []
+        nv = len(self.names)
+        zq = float(ndtri(1.0 - 0.01 / nv))
+        margin = zq * self._var_noise_sd()
+        for v, name in enumerate(self.names):
+            m, sd = self.column_moments(v)
+            var = sd * sd
+            if var - margin > SD_TIGHT ** 2 or abs(m) > 0.5 + zq * math.sqrt(2.0) * \
+                    self.noise_scale / (COV_WEIGHT * self.n):
+                out.append(f"column {name!r}: released sd {sd:.2f} and mean {m:+.2f} of the "
+                           "scaled column (beyond the noise): the bounds or centres do not fit "
+                           "it and many rows are clipped (standardise with public constants, "
+                           "or use bounds='auto', centers='auto').")
+            elif var + margin < SD_WIDE ** 2:
+                out.append(f"column {name!r}: released sd {sd:.3f} of the scaled column "
+                           "(beyond the noise): its bounds are more than 20 sd wide, so the "
+                           "noise is large against it (narrower public bounds give more "
+                           "power).")
+        if margin > SD_TIGHT ** 2:
+            out.append(f"the released variances are too noisy (noise sd {self._var_noise_sd():.2g}"
+                       " on the scaled axis) to check the bounds.")
+        return tuple(out)
+
+    def __repr__(self):
+        return (f"ReleasedCovariance({len(self.names)} columns, n={self.n}, "
+                f"epsilon={self.epsilon:g}, queries={self.n_queries} at epsilon 0)")
+
+    def __reduce_ex__(self, protocol):   # released values only: safe to pickle
+        return object.__reduce_ex__(self, protocol)
+
+    _index = ReleasedTable._index
+    _key = ReleasedTable._key
+
+    def detectable_floor(self, q_z):
+        """The eigenvalue floor of a regression on q_z regressors (public)."""
+        return LINEAR_FLOOR * self.noise_scale * math.sqrt(2.0 * q_z)
+
+    def test(self, i, j, S=(), *, alpha=None, assume_linear=None):
+        """Test zero partial correlation of columns i and j given the columns S.
+
+        Post-processing of the linear release.  The responses u_i, u_j (clipped, scaled
+        columns) are regressed on (1, u_S) from the released moments; T = sum_rows r_i r_j
+        is the residual cross moment, and
+
+            z = T / sqrt(R_ii R_jj / (n - |S| - 1) + V_noise),
+
+        with V_noise a parametric bootstrap of T over the released noise scale (the fit
+        recomputed every draw).  The p-value is two-sided for N(0, s^2) + Laplace(b), with
+        b the noise scale of the released entry (i, j) (T moves one for one with it) and
+        s^2 the rest of the variance (:func:`_laplace_normal_sf`).
+
+        Parameters
+        ----------
+        i, j : column name or index
+        S : sequence of column names or indices, or one of them
+        alpha : ignored (kept for adapters).
+        assume_linear : bool or None
+            With a non-empty S, zero partial correlation is conditional independence only
+            when E[x_i | S] and E[x_j | S] are linear in S (and the test's variance is the
+            homoscedastic one of Fisher's z test).  False: such a query gets p = 1 (the
+            fail-safe).  True: the user's public assumption; the level rests on it.  None
+            (default): the table's ``assumptions`` (False for :func:`privci.release`, True
+            for the table of :func:`privci.causal.pc`, which answered its queries so).
+
+        Returns
+        -------
+        ReleasedTestResult
+            With ``assumptions`` naming what the answer assumed.
+
+        Examples
+        --------
+        >>> import numpy as np, privci
+        >>> rng = np.random.default_rng(0)
+        >>> z = rng.normal(size=20000); x = z + rng.normal(size=20000)
+        >>> y = z + rng.normal(size=20000)
+        >>> tab = privci.release(np.column_stack([x, y, z]) / 2, epsilon=5.0, bounds=4.0,
+        ...                      statistics="linear", rng=1)
+        >>> tab.test(0, 1, [2]).pvalue                  # not assumed: the fail-safe
+        1.0
+        >>> res = tab.test(0, 1, [2], assume_linear=True)
+        >>> res.pvalue > 0.01, res.trusted, tab.test(0, 1).pvalue < 0.01
+        (True, True, True)
+        """
+        if assume_linear is None:
+            assume_linear = self.assumptions["assume_linear"]
+        if not isinstance(assume_linear, (bool, np.bool_)):
+            raise TypeError("`assume_linear` must be True, False or None; got "
+                            f"{assume_linear!r} instead.")
+        a, b, ss = self._key(i, j, S)
+        names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
+        if ss and not assume_linear:
+            self.n_queries += 1
+            return ReleasedTestResult(math.nan, 1.0, "none", math.nan, math.nan, False,
+                                      False, names, (LINEAR_FAILSAFE,), {}, (), math.inf,
+                                      ())
+        return self._answer_many([(a, b, ss)])[0]
+
+    def _answer_many(self, keys):
+        """Answers (ReleasedTestResult) for keys (i, j, S) with i != j not in S, in order.
+
+        Vectorised by |S| in chunks; each query's bootstrap draws come from a generator
+        seeded by the release's seed and the query, so a repeated or mirrored query gets
+        the same answer however it is batched."""
+        out = [None] * len(keys)
+        groups = {}
+        for pos, key in enumerate(keys):
+            groups.setdefault(len(key[2]), []).append(pos)
+        for l, positions in groups.items():
+            for start in range(0, len(positions), LINEAR_CHUNK):
+                chunk = positions[start:start + LINEAR_CHUNK]
+                for pos, res in zip(chunk, self._answer_chunk([keys[p] for p in chunk], l)):
+                    out[pos] = res
+        self.n_queries += len(keys)
+        return out
+
+    def _answer_chunk(self, keys, l):
+        from scipy.special import ndtri
+        m = len(keys)
+        q = l + 3
+        n = self.n
+        sc = self.noise_scale
+        idx = np.array([[a + 1, b + 1, 0] + [s + 1 for s in ss] for a, b, ss in keys])
+        M = self._M[idx[:, :, None], idx[:, None, :]]                  # (m, q, q)
+        floor = self.detectable_floor(l + 1)
+        R, wmin, _ = _linear_stats(M, floor)
+        T, Rii, Rjj = R[:, 0, 1], R[:, 0, 0], R[:, 1, 1]
+        # the bootstrap: Laplace noise on the released entries of each query's matrix (the
+        # constant's diagonal entry, a^2 n, is public and exact)
+        iu = np.triu_indices(q)
+        noisy = ~((iu[0] == 2) & (iu[1] == 2))
+        rows, cols = iu[0][noisy], iu[1][noisy]
+        E = np.zeros((m, LINEAR_BOOT, q, q))
+        for k, (a, b, ss) in enumerate(keys):
+            g = np.random.default_rng([self._boot_seed, min(a, b), max(a, b), *ss])
+            E[k, :, rows, cols] = g.laplace(0.0, sc, (rows.size, LINEAR_BOOT))
+        E = E + np.triu(E, 1).swapaxes(-1, -2)
+        Rs, _, _ = _linear_stats(M[:, None] + E, floor)
+        var_noise = np.mean((Rs[..., 0, 1] - T[:, None]) ** 2, axis=1)
+        dof = max(n - l - 1, 1)
+        var_samp = np.maximum(Rii, 0.0) * np.maximum(Rjj, 0.0) / dof
+        var = var_samp + var_noise
+        # the released entry (i, j) enters T with weight one: its Laplace part is kept
+        # exact, the rest of the variance is treated as normal
+        lap_var = 2.0 * sc * sc
+        rest = np.maximum(var - lap_var, var_samp)
+        zq = float(ndtri(0.975))
+        ok = (Rii > 0) & (Rjj > 0) & np.isfinite(var) & (var > 0)
+        resolved = wmin >= floor
+        out = []
+        for k, (a, b, ss) in enumerate(keys):
+            names = (self.names[a], self.names[b], tuple(self.names[t] for t in ss))
+            assumed = (LINEAR_ASSUMPTION,) if ss else ()
+            if not ok[k]:
+                out.append(ReleasedTestResult(
+                    math.nan, 1.0, "none", float(T[k] / n), math.nan, False, False, names,
+                    ("a released residual variance is not positive: the noise dominates "
+                     "this query (p = 1).",), {}, (1.0,), math.inf, assumed))
+                continue
+            t = abs(float(T[k]))
+            p = float(min(1.0, 2.0 * _laplace_normal_sf(t, math.sqrt(rest[k]), sc)))
+            st = float(T[k] / math.sqrt(var[k]))
+            det = float(zq * math.sqrt(var[k] / (Rii[k] * Rjj[k])))
+            caveats = []
+            if not resolved[k]:
+                caveats.append(f"the released Gram matrix of (1, S) has an eigenvalue "
+                               f"{wmin[k]:.3g} below the noise floor {floor:.3g}: S is not "
+                               "resolved at this noise (nearly collinear columns); the fit "
+                               "is floored and the answer is not trusted.")
+            parts = {"base": [float(var_samp[k] + var_noise[k])],
+                     "noise_bootstrap": [float(var_noise[k])], "allowance": [0.0],
+                     "sampling": [float(var_samp[k])]}
+            out.append(ReleasedTestResult(st, p, "z", float(T[k] / n), 0.0, True,
+                                          bool(resolved[k]), names, tuple(caveats), parts,
+                                          (p,), det, assumed))
+        return out
+
+
+def _release_linear(X, names, *, eps, b, c, auto_b, auto_c, share, gen, budget):
+    """The linear rung of :func:`release` (arguments validated there)."""
+    n, nv = X.shape
+    sens = covariance_sensitivity(nv)
+    eps_auto = share * eps if (auto_b or auto_c) else 0.0
+    eps_mom = remaining(eps, eps_auto) if eps_auto else eps
+    ntri = (nv + 1) * (nv + 2) // 2 - 1
+    sens = sens + _conversion_slack(n, ntri)
+    plan = ReleasePlan(eps, {"centres/bounds": eps_auto, "moments": eps_mom}, eps_mom,
+                       details=f"first and second moments of {nv} columns (linear rung)"
+                       + (f"; private centres/bounds with {eps_auto:g}" if eps_auto else ""))
+    statement = plan.charge(budget, "privci.release")
+    if eps_auto:
+        from .bounds import private_bounds
+        rel = private_bounds(X, epsilon=eps_auto, center=True if auto_c else c,
+                             bound=auto_b, bound_quantile=AUTO_QUANTILE, rng=gen)
+        if auto_c:
+            c = np.asarray(rel.center, dtype=float)
+        if auto_b:
+            b = np.maximum(AUTO_WIDTH * np.asarray(rel.bound, dtype=float), 1e-12)
+    U = _scaled(X, c, b)
+    del X
+    F = _cov_features(U)
+    del U
+    exact = _gram_int(F)                       # upper triangle of (V + 1) x (V + 1)
+    iu = np.triu_indices(nv + 1)
+    keep = ~((iu[0] == 0) & (iu[1] == 0))      # (0, 0) = a^2 n is public
+    vals = exact[keep].astype(np.float64) * _SCALE_UNIT
+    noisy, info = laplace_mechanism(vals, sens, plan.test_epsilon, gen, value_bound=float(n))
+    M = np.zeros((nv + 1, nv + 1))
+    M[iu[0][keep], iu[1][keep]] = noisy
+    M[0, 0] = COV_WEIGHT * COV_WEIGHT * n
+    M = M + np.triu(M, 1).T
+    seed = int(np.random.default_rng(gen.integers(2 ** 32) if gen is not None else None)
+               .integers(2 ** 31))
+    return ReleasedCovariance(moments=M, names=names, bounds=b, centers=c, n=n,
+                              epsilon=plan.epsilon, sensitivity=sens,
+                              noise_scale=info.scale, mechanism=info.mechanism,
+                              hardened=info.hardened, charge_statement=statement,
+                              boot_seed=seed, auto_epsilon=eps_auto)
+
+
 def _hat_moments(knots, bound_sd=4.0, grid=4001):
     """E[h_k(u) h_l(u)] and E[h_k(u)] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
     x = np.linspace(-8.0, 8.0, grid)
@@ -1182,22 +1640,68 @@ def _hat_moments(knots, bound_sd=4.0, grid=4001):
     return (H * w[:, None]).T @ H, w @ H
 
 
-def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
-    """Planning draws for :func:`privci.plan_pc`: the expected Gram matrix of independent
-    standard-normal columns (4-sd bounds) plus the release's noise; per order the median
-    detectable correlation, resolvability under ``power_rule`` and the power at ``effect``."""
+def _linear_reference(n, scale, nv, seed, epsilon=1.0):
+    """A public planning table for the linear rung: the expected moments of ``nv``
+    independent standard-normal columns at 4-sd bounds plus one draw of Laplace noise of
+    ``scale`` on the released entries (``seed``: a seed or a Generator)."""
+    m2, _ = _clipped_normal_moments()
+    gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    M = np.zeros((nv + 1, nv + 1))
+    M[0, 0] = COV_WEIGHT * COV_WEIGHT * n
+    iu = np.triu_indices(nv + 1)
+    keep = ~((iu[0] == 0) & (iu[1] == 0))
+    E = np.zeros((nv + 1, nv + 1))
+    E[iu[0][keep], iu[1][keep]] = gen.laplace(0.0, scale, int(keep.sum()))
+    M = M + E + np.triu(E, 1).T
+    M[np.arange(1, nv + 1), np.arange(1, nv + 1)] += n * m2
+    return ReleasedCovariance(moments=M, names=list(range(nv)), bounds=np.full(nv, 4.0),
+                              centers=np.zeros(nv), n=n, epsilon=epsilon,
+                              sensitivity=covariance_sensitivity(nv), noise_scale=scale,
+                              mechanism="planning draw", hardened=False,
+                              charge_statement="planning draw (synthetic, public)",
+                              boot_seed=int(gen.integers(2 ** 31)),
+                              assumptions={"assume_linear": True})
+
+
+@lru_cache(maxsize=1)
+def _clipped_normal_moments(bound_sd=4.0, grid=8001):
+    """E[u^2] and E[u] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
+    x = np.linspace(-8.0, 8.0, grid)
+    w = np.exp(-0.5 * x * x)
+    w /= w.sum()
+    u = np.clip(x / bound_sd, -1.0, 1.0)
+    return float(w @ (u * u)), float(w @ u)
+
+
+def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng,
+                    statistics="additive"):
+    """Planning draws for :func:`privci.plan_pc`: the expected Gram matrix (``"additive"``)
+    or moment matrix (``"linear"``) of independent standard-normal columns (4-sd bounds)
+    plus the release's noise; per order the median detectable correlation, resolvability
+    under ``power_rule``, the power at ``effect`` and the noise's share of the test
+    variance."""
     from scipy.special import ndtr
-    scale = release_sensitivity(V_) / epsilon
+    linear = statistics == "linear"
+    scale = (covariance_sensitivity(V_) if linear else release_sensitivity(V_)) / epsilon
     gen = np.random.default_rng(rng)
     dets = np.zeros((draws, top + 1))
     untrusted = np.zeros((draws, top + 1))
+    shares = np.zeros((draws, top + 1))
     for d in range(draws):
-        tab = _reference_table(n, scale, knots, gen, nv=V_, epsilon=epsilon)
-        for o in range(top + 1):
-            res = tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True,
-                           assume_smooth=True)
+        if linear:
+            tab = _linear_reference(n, scale, V_, gen, epsilon=epsilon)
+            results = tab._answer_many([(0, 1, tuple(range(2, 2 + o)))
+                                        for o in range(top + 1)])
+        else:
+            tab = _reference_table(n, scale, knots, gen, nv=V_, epsilon=epsilon)
+            results = [tab.test(0, 1, list(range(2, 2 + o)), assume_additive=True,
+                                assume_smooth=True) for o in range(top + 1)]
+        for o, res in enumerate(results):
             dets[d, o] = res.detectable_correlation
             untrusted[d, o] = not res.trusted
+            parts = res.variance_parts
+            shares[d, o] = (parts["noise_bootstrap"][0] / parts["base"][0]
+                            if parts and parts["base"][0] > 0 else 1.0)
     out = []
     zq = 1.959964
     for o in range(top + 1):
@@ -1206,22 +1710,28 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng):
                           and np.mean(untrusted[:, o]) < 0.5)
         pw = float(ndtr(zq * (effect / det - 1.0))) if np.isfinite(det) and det > 0 else 0.0
         out.append({"order": o, "detectable_correlation": det, "resolvable": resolvable,
-                    "power": pw, "untrusted": float(np.mean(untrusted[:, o]))})
+                    "power": pw, "untrusted": float(np.mean(untrusted[:, o])),
+                    "noise_share": float(np.median(shares[:, o]))})
     return out, scale
 
 
 # --- private PC on one release ----------------------------------------------------------
 
 _UNTRUSTED = ("keep", "use")
-RELEASE_PC_OPTIONS = ("blocks", "knots", "untrusted", "responses", "auto_share",
-                      "power_rule", "quadratic_veto", "plan_orders")
+RELEASE_PC_OPTIONS = ("statistics", "blocks", "knots", "untrusted", "responses", "auto_share",
+                      "power_rule", "quadratic_veto", "plan_orders", "max_tests",
+                      "orientation")
+PC_STATISTICS = ("auto", "linear", "additive")
+ORIENTATIONS = ("majority", "sepset")
 DEFAULT_POWER_RULE = 0.45
+DEFAULT_MAX_TESTS = 5000     # the public cap on distinct tests computed by one PC run
 PLAN_MARGIN = 1.5            # plan_orders: skip orders planned above 1.5 x power_rule
 PLAN_DRAWS = 3
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
-                           auto_share, power_rule):
+                           auto_share, power_rule, statistics="auto", max_tests=None,
+                           orientation="majority"):
     """Validate every option of a release-once PC before anything is charged."""
     if not _is_auto(bounds):
         V.positive_bounds(bounds, "bounds", p)
@@ -1241,12 +1751,21 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
             power_rule, numbers.Real) or not 0.0 < float(power_rule) <= 1.0):
         raise ValueError(f"`power_rule` must be None or a number in (0, 1]; got {power_rule!r} "
                          "instead.")
+    if not (isinstance(statistics, str) and statistics in PC_STATISTICS):
+        raise ValueError(f"`statistics` must be one of {PC_STATISTICS}; got {statistics!r} "
+                         "instead.")
+    if max_tests is not None:
+        V.check_int(max_tests, "max_tests", 1)
+    if not (isinstance(orientation, str) and orientation in ORIENTATIONS):
+        raise ValueError(f"`orientation` must be one of {ORIENTATIONS}; got {orientation!r} "
+                         "instead.")
 
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
-                budget=None, blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS, untrusted="keep",
-                responses="quadratic", auto_share=AUTO_SHARE, power_rule=DEFAULT_POWER_RULE,
-                quadratic_veto=True, plan_orders=True):
+                budget=None, statistics="auto", blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS,
+                untrusted="keep", responses="quadratic", auto_share=AUTO_SHARE,
+                power_rule=DEFAULT_POWER_RULE, quadratic_veto=True, plan_orders=True,
+                max_tests=DEFAULT_MAX_TESTS, orientation="majority"):
     """PC-stable with every CI test answered by one :func:`release` (see ``causal.pc``).
 
     The whole run is one epsilon-DP release; the skeleton, separating sets and CPDAG
@@ -1255,7 +1774,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     ``"use"``: its (conservative) p-value is used as it is.
     """
     from .budget import PrivacyBudget
-    from ._pc import PCResult, _orient, _pc_skeleton
+    from ._pc import PCResult, _orient, _pc_skeleton, _unshielded_triples
 
     X, names = _names_and_matrix(data)
     n, p = X.shape
@@ -1268,31 +1787,63 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                         f"{type(budget).__name__} instead.")
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
                            untrusted=untrusted, responses=responses, auto_share=auto_share,
-                           power_rule=power_rule)
+                           power_rule=power_rule, statistics=statistics, max_tests=max_tests,
+                           orientation=orientation)
     for name, value in (("quadratic_veto", quadratic_veto), ("plan_orders", plan_orders)):
         if not isinstance(value, bool):
             raise ValueError(f"`{name}` must be True or False; got {value!r} instead.")
+    cap = None if max_tests is None else int(max_tests)
     if rng is not None:
         rng = V.check_rng(rng)
+    auto = _is_auto(bounds) or _is_auto(centers)
+    eps_stats = remaining(eps, auto_share * eps) if auto else eps     # public
+    rule = None
+    if statistics == "auto":          # the public rule: n, epsilon, p, knots, power_rule
+        rung, rule = pc_statistics(n, eps_stats, p, knots=int(knots), power_rule=power_rule,
+                                   max_order=top, detail=True)
+    else:
+        rung = statistics
+    if rung == "linear" and int(blocks) != DEFAULT_BLOCKS:
+        raise ValueError("`blocks` applies to the additive rung only; got "
+                         f"blocks={blocks!r} with statistics={statistics!r} (the rule chose "
+                         "'linear').  Nothing was charged.")
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
     if budget is not None:
         budget.charge(eps, test="privci.causal.pc",
-                      details=f"PC on {p} columns, one release of the table")
-    table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
-                    budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
+                      details=f"PC on {p} columns, one release of the table ({rung} rung)")
+    if rung == "linear":
+        table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
+                        budget=run_budget, auto_share=auto_share, statistics="linear")
+        table.assumptions = {"assume_linear": True}
+    else:
+        table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
+                        budget=run_budget, blocks=blocks, knots=knots, auto_share=auto_share)
+        table.assumptions = {"assume_additive": True, "assume_smooth": True}
     del X
-    pvalues, flagged, weak, vetoed = {}, set(), set(), set()
+    answers, flagged, weak, vetoed = {}, set(), set(), set()
+    not_asked = {}          # (i, j) -> reason: conditioning-set sizes never asked
 
-    def ask(i, j, s):
-        key = (i, j, tuple(sorted(s)))
-        if key not in pvalues:
+    def record(key, res):
+        answers[key] = res.pvalue
+        if not res.trusted:
+            flagged.add(key)
+        if power_rule is not None and not res.detectable_correlation <= power_rule:
+            weak.add(key)
+
+    def compute(keys):
+        """Answer the keys not answered yet (the linear rung in one vectorised batch)."""
+        new = [k for k in dict.fromkeys(keys) if k not in answers]
+        if not new:
+            return
+        if rung == "linear":
+            for key, res in zip(new, table._answer_many(new)):
+                record(key, res)
+            return
+        for key in new:
+            i, j, s = key
             res = table.test(i, j, list(s), responses=responses, assume_additive=True,
                              assume_smooth=True)
-            pvalues[key] = res.pvalue
-            if not res.trusted:
-                flagged.add(key)
-            if power_rule is not None and not res.detectable_correlation <= power_rule:
-                weak.add(key)
+            record(key, res)
             if (quadratic_veto and responses == "quadratic" and len(s) > QUADRATIC_MAX_S
                     and res.pvalue > alpha):
                 # the dependence veto: the squared pairs, not tested at this |S| (their
@@ -1300,57 +1851,162 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                 # cannot see (y = x^2); they can only keep an edge, never remove one
                 if table._answer(i, j, list(s), "quadratic", len(s)).pvalue <= alpha:
                     vetoed.add(key)
-        may_remove = (not (key in flagged and untrusted == "keep") and key not in weak
-                      and key not in vetoed)
-        return pvalues[key], may_remove
+
+    def may_remove(key):
+        return (not (key in flagged and untrusted == "keep") and key not in weak
+                and key not in vetoed)
+
+    def ask(i, j, s):
+        key = (i, j, tuple(sorted(s)))
+        compute([key])
+        return answers[key], may_remove(key)
 
     planned_top = top
     if plan_orders and power_rule is not None and top >= 0:
-        # the public rule from privci.plan: an order >= 1 whose best-case detectable partial
-        # correlation (independent standard-normal columns, 4-sd bounds, this n, epsilon and
-        # V) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it and the
-        # orders above it are not asked (public numbers only: no effect on privacy).  Order
-        # 0 is always asked; when it is not resolvable, nothing above it is.
-        orders, _ = _planned_orders(n, p, eps - table.auto_epsilon, int(knots),
-                                    PLAN_MARGIN * power_rule, top, 0.3, PLAN_DRAWS, 0)
-        planned_top = 0          # order 0 (p (p - 1) / 2 tests) is always asked
+        # the public rule from privci.plan_pc: an order >= 1 whose best-case detectable
+        # partial correlation (independent standard-normal columns, 4-sd bounds, this n,
+        # epsilon and p) exceeds PLAN_MARGIN times the power rule cannot remove an edge; it
+        # and the orders above it are not asked (public numbers only: no effect on
+        # privacy).  Order 0 is always asked; when it is not resolvable, nothing above is.
+        orders, _ = _planned_orders(n, p, eps_stats, int(knots), PLAN_MARGIN * power_rule,
+                                    top, 0.3, PLAN_DRAWS, 0, statistics=rung)
+        planned_top = 0
         for o in orders[1:]:
             if not (orders[0]["resolvable"] and o["resolvable"]):
                 break
             planned_top = o["order"]
-    adj, sepsets, _ = _pc_skeleton(p, alpha, ask, top=planned_top)
-    directed = _orient(adj, sepsets)
-    guarantee = (f"one {eps:g}-DP release (privci.release: "
+    state = {"capped": None}
+
+    def before_order(order, plan, adj_sets, edges):
+        keys_of = [[(i, j, tuple(s)) for s in cands] for i, j, cands in plan]
+        last = order >= planned_top
+        if cap is not None:
+            budget_left = cap - len(answers)
+            kept, used = [], 0
+            for (i, j, cands), keys in zip(plan, keys_of):
+                extra = sum(1 for k in keys if k not in answers)
+                if used + extra > budget_left:
+                    not_asked[(i, j)] = (f"the test cap (max_tests={cap}) was reached at "
+                                         f"conditioning-set size {order}")
+                    continue
+                used += extra
+                kept.append((i, j, cands))
+            if len(kept) < len(plan):
+                state["capped"] = order
+                last = True
+                plan = kept
+                keys_of = [[(i, j, tuple(s)) for s in cands] for i, j, cands in plan]
+        if rung == "linear":
+            compute([k for keys in keys_of for k in keys])
+        return plan, last
+
+    adj, sepsets, orders_run = _pc_skeleton(p, alpha, ask, top=top, before_order=before_order)
+    last_order = orders_run[-1] if orders_run else -1
+    # edges that kept conditioning sets of a size PC never asked (planned orders or the cap)
+    if last_order < top:
+        for i in range(p):
+            for j in range(i + 1, p):
+                if adj[i, j] and (i, j) not in not_asked and \
+                        max(adj[i].sum(), adj[j].sum()) - 1 > last_order:
+                    if state["capped"] is not None:
+                        not_asked[(i, j)] = (f"the test cap (max_tests={cap}) stopped the "
+                                             f"search after conditioning-set size {last_order}")
+                    elif last_order >= planned_top and planned_top < top:
+                        not_asked[(i, j)] = (f"conditioning sets of size {planned_top + 1} and "
+                                             "more were not asked (planned orders)")
+    # orientation: the majority rule over every separating set the run can ask for free
+    colliders = None
+    if orientation == "majority":
+        colliders = {}
+        for i, k, j in _unshielded_triples(adj):
+            sets = set()
+            for a, b in ((i, j), (j, i)):
+                nb = sorted(set(np.flatnonzero(adj[a]).tolist()) - {b})
+                for size in range(0, min(len(nb), max(last_order, 0)) + 1):
+                    sets.update(itertools.combinations(nb, size))
+            keys = [(i, j, tuple(sorted(s))) for s in sets]
+            if cap is not None and len(answers) + sum(k not in answers for k in keys) > cap:
+                keys = [k for k in keys if k in answers]      # within the cap: cached only
+            compute(keys)
+            seps = [k[2] for k in keys if answers[k] > alpha and may_remove(k)]
+            if (i, j) in sepsets and sepsets[(i, j)] not in seps:
+                seps.append(sepsets[(i, j)])
+            share = sum(k in s for s in seps) / len(seps) if seps else 0.5
+            colliders[(i, k, j)] = True if share < 0.5 else (False if share > 0.5 else None)
+    directed = _orient(adj, sepsets, colliders=colliders,
+                       conflicts="undirected" if orientation == "majority" else "first")
+    # which kept edges were found, which stay only because no test could remove them
+    reasons = {}
+    for (i, j, s), pv in answers.items():
+        if adj[i, j] and pv > alpha and not may_remove((i, j, s)):
+            why = ("untrusted" if (i, j, s) in flagged and untrusted == "keep" else
+                   "underpowered (power rule)" if (i, j, s) in weak else None)
+            if why is not None:
+                reasons.setdefault((i, j), set()).add(why)
+    for e, why in not_asked.items():
+        if adj[e]:
+            reasons.setdefault(e, set()).add(why)
+    untested = tuple(sorted(reasons))
+    n_tests = len(answers)
+    guarantee = (f"one {eps:g}-DP release (privci.release, {rung} rung: "
                  + (f"private centres/bounds with {table.auto_epsilon:g}, then " if
                     table.auto_epsilon else "")
-                 + f"Laplace noise on the Gram matrices of {blocks} disjoint row blocks, "
-                 f"replacement of one row); the {len(pvalues)} tests, the skeleton, separating "
-                 "sets and CPDAG are post-processing")
+                 + ("Laplace noise on the first and second moments of the clipped columns"
+                    if rung == "linear" else
+                    f"Laplace noise on the Gram matrices of {blocks} disjoint row blocks")
+                 + f", replacement of one row); the {n_tests} tests (at most "
+                 f"max_tests={cap}), the skeleton, separating sets and CPDAG are "
+                 "post-processing")
     if budget is not None:
         guarantee += f"; the run was charged as one {eps:g}-DP release to the outer budget"
-    caveats = list(table.caveats)
+    caveats = []
+    if rule is not None:
+        caveats.append(f"statistics='auto' released the {rung} rung: {rule}")
+    caveats.extend(table.caveats)
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
                        "hardened against floating-point attacks; use rng=None for a release.")
+    m_edges = int(adj.sum() // 2)
+    if untested:
+        caveats.insert(0, f"{len(untested)} of the {m_edges} edges are untested: they stay "
+                       "only because no test could remove them (res.untested, "
+                       "res.untested_reasons; res.edges('found') lists the others); "
+                       "privci.plan_pc(n, p, epsilon) gives the epsilon or n that would "
+                       "resolve them.")
     if planned_top < top:
         caveats.append(f"conditioning sets of size > {planned_top} were not tested: "
                        "privci.plan_pc says their "
                        f"tests cannot detect a partial correlation of {PLAN_MARGIN:g} x "
-                       f"power_rule at n={n}, epsilon={eps - table.auto_epsilon:g}, {p} "
+                       f"power_rule at n={n}, epsilon={eps_stats:g}, {p} "
                        "columns (edges that need them stay).")
-    n_additive = sum(1 for key in pvalues if len(key[2]) >= 2)
-    if n_additive:
-        caveats.append(f"{n_additive} tests conditioned on two or more columns and assumed "
-                       "E[x_i | S], E[x_j | S] additive in them (assume_additive=True): a "
-                       "product of conditioning columns can make such a test reject, which "
-                       "keeps an edge (it never removes one).")
-    n_cond = sum(1 for key in pvalues if len(key[2]) >= 1)
-    if n_cond:
-        caveats.append(f"{n_cond} tests conditioned on columns at the release's resolution "
-                       f"({table.knots} knot intervals per column, table.resolution) and "
-                       "assumed E[x_i | S], E[x_j | S] smooth on that scale "
-                       "(assume_smooth=True): structure finer than three knot spacings can "
-                       "make such a test reject, which keeps an edge (it never removes one).")
+    if state["capped"] is not None:
+        caveats.append(f"the test cap max_tests={cap} was reached at conditioning-set size "
+                       f"{state['capped']}: the edges whose tests did not fit stay untested.")
+    if rung == "linear":
+        n_lin = sum(1 for key in answers if len(key[2]) >= 1)
+        if n_lin:
+            caveats.append(f"{n_lin} tests conditioned on columns of the linear release and "
+                           "assumed E[x_i | S], E[x_j | S] linear in them with a residual "
+                           "variance that does not move with S (assume_linear=True, "
+                           "res.table.assumptions): a nonlinear shared mean can make such a "
+                           "test reject, which keeps an edge; a dependence without "
+                           "correlation (y = x^2) is not seen, which can remove one.")
+    else:
+        n_additive = sum(1 for key in answers if len(key[2]) >= 2)
+        if n_additive:
+            caveats.append(f"{n_additive} tests conditioned on two or more columns and "
+                           "assumed E[x_i | S], E[x_j | S] additive in them "
+                           "(assume_additive=True): a product of conditioning columns can "
+                           "make such a test reject, which keeps an edge (it never removes "
+                           "one).")
+        n_cond = sum(1 for key in answers if len(key[2]) >= 1)
+        if n_cond:
+            caveats.append(f"{n_cond} tests conditioned on columns at the release's "
+                           f"resolution ({table.knots} knot intervals per column, "
+                           "table.resolution) and assumed E[x_i | S], E[x_j | S] smooth on "
+                           "that scale (assume_smooth=True): structure finer than three knot "
+                           "spacings can make such a test reject, which keeps an edge (it "
+                           "never removes one).")
     if weak:
         caveats.append(f"{len(weak)} tests could not detect a partial correlation of "
                        f"{power_rule:g} (power rule, released values only); they never removed "
@@ -1361,6 +2017,57 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                        + ("they never removed an edge." if untrusted == "keep" else
                           "their p-values were used as they are."))
     return PCResult(adjacency=adj, directed=directed, names=names, sepsets=sepsets,
-                    pvalues=pvalues, level_epsilon={}, n_tests=len(pvalues), refused=(),
+                    pvalues=dict(answers), level_epsilon={}, n_tests=n_tests, refused=(),
                     epsilon=eps, alpha=float(alpha), budget=run_budget, guarantee=guarantee,
-                    caveats=tuple(caveats), table=table)
+                    caveats=tuple(caveats), table=table, untested=untested,
+                    untested_reasons={e: tuple(sorted(r)) for e, r in reasons.items()},
+                    max_tests=cap, statistics=rung)
+
+
+def pc_statistics(n, epsilon, n_vars, *, knots=DEFAULT_KNOTS, power_rule=DEFAULT_POWER_RULE,
+                  max_order=None, detail=False):
+    """The public rule of ``pc(statistics="auto")``: which rung one release should hold.
+
+    Public numbers only (n, the release's epsilon, the number of columns, PC's knots
+    and power rule), so the choice costs no privacy.  ``"additive"`` (the hat-feature
+    Gram matrices, :func:`release`) when :func:`privci.plan_pc` finds its tests
+    resolvable (under 1.5 x ``power_rule``) at every conditioning-set size up to
+    min(2, V - 2) *and* the linear rung's test at size 1 has a noise variance below
+    ``LINEAR_NOISE_SHARE`` of its own variance (where the linear release is then about
+    as good and its homoscedastic sampling variance would matter); otherwise
+    ``"linear"`` (the first and second moments only: far fewer noisy numbers at a
+    smaller sensitivity).
+
+    Examples
+    --------
+    >>> pc_statistics(10_000, 5.0, 5), pc_statistics(10_000, 2.0, 8)
+    ('additive', 'linear')
+    """
+    n = V.check_int(n, "n", 2)
+    eps = V.positive_finite(epsilon, "epsilon")
+    nv = V.check_int(n_vars, "n_vars", 2)
+    top = nv - 2 if max_order is None else min(int(max_order), nv - 2)
+    rung, why = _pc_statistics(n, eps, nv, int(knots), power_rule, min(2, top))
+    return (rung, why) if detail else rung
+
+
+LINEAR_NOISE_SHARE = 0.9
+
+
+@lru_cache(maxsize=256)
+def _pc_statistics(n, eps, nv, knots, power_rule, need):
+    pr = None if power_rule is None else PLAN_MARGIN * power_rule
+    lin, _ = _planned_orders(n, nv, eps, knots, pr, min(1, need), 0.3, PLAN_DRAWS, 0,
+                             statistics="linear")
+    share = lin[min(1, need)]["noise_share"]
+    if share >= LINEAR_NOISE_SHARE:
+        return "linear", (f"the linear rung's noise is {share:.0%} of its test variance at "
+                          f"|S| = {min(1, need)} (at least {LINEAR_NOISE_SHARE:.0%}: "
+                          "the noise, not the sampling, decides; n, epsilon and p only)")
+    add, _ = _planned_orders(n, nv, eps, knots, pr, need, 0.3, PLAN_DRAWS, 0,
+                             statistics="additive")
+    if all(o["resolvable"] for o in add):
+        return "additive", (f"the additive rung's tests are resolvable up to |S| = {need} "
+                            "and the sampling variance matters (n, epsilon and p only)")
+    return "linear", ("the additive rung's tests are not resolvable at every |S| up to "
+                      f"{need} (n, epsilon and p only)")
