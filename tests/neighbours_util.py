@@ -32,8 +32,12 @@ away).
 from __future__ import annotations
 
 import contextlib
+import copy
+import inspect
 import math
+import sys
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,7 +116,8 @@ def assert_ratio_reached(seen, least=MIN_REACHED_RATIO, context=""):
             continue
         assert reached is not None and reached >= least, (
             f"{entry}: the largest sensitivity ratio seen is {reached!r} < {least}: the "
-            f"pairs do not come close enough to the constant to notice it halved{context}")
+            f"pairs do not come close enough to the constant to notice it halved (or the "
+            f"released values do not follow the data){context}")
 
 
 def summary_lines():
@@ -318,3 +323,182 @@ def linf_ratio(stats_a, stats_b, sensitivity):
 def within(ratio, slack=1e-9):
     """True when ``ratio`` (change / sensitivity) is a number <= 1 + slack (nan fails)."""
     return ratio <= 1.0 + slack
+
+
+# --------------------------------------------------------------------------- released values
+#
+# Issue 38: for privgcm and privcrt the harness compared finiteness, warnings and errors
+# only, so a privgcm returning p = 0.5 whatever the data passed.  On the seeded path the
+# harness now also logs what each noise mechanism is handed (the un-noised values, their
+# stated sensitivity and public parameters), runs the second neighbour with the same seed
+# and every release returning the first neighbour's output (the adaptive-composition view:
+# earlier releases fixed, the generator advanced as before), and compares the un-noised
+# values release by release with the stated sensitivity.
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+@dataclass
+class Released:
+    """One call of a noise mechanism: what it was handed and what it returned."""
+
+    kind: str                 # "laplace", "noisy_max" or "quantile"
+    values: np.ndarray        # the un-noised input, in the mechanism's domain
+    sensitivity: float        # L1 (Laplace), per score (noisy max), elements (quantile)
+    public: dict              # parameters that must not depend on the data
+    output: object = field(default=None, repr=False)
+
+    def change(self, other):
+        """The change from this release's input to ``other``'s, in units of the stated
+        sensitivity (at most 1 is required; nan / inf fail)."""
+        if self.kind == "quantile":     # a data set of known size: one replaced element
+            extra = Counter(self.values.tolist()) - Counter(other.values.tolist())
+            return float(sum(extra.values())) / self.sensitivity
+        d = np.abs(self.values - other.values)
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = float(np.max(d)) if self.kind == "noisy_max" else float(np.sum(d))
+        return total / self.sensitivity
+
+
+class ReleaseLog:
+    """The releases of one call; with ``reference``, each returns the reference's output
+    (``overrides``: index -> the output to return instead)."""
+
+    def __init__(self, reference=None, overrides=None):
+        self.calls, self.reference, self.errors = [], reference, []
+        self.overrides = dict(overrides or {})
+
+    def add(self, rel, out):
+        rel.output = out
+        i = len(self.calls)
+        self.calls.append(rel)
+        if i in self.overrides:
+            return copy.deepcopy(self.overrides[i])
+        if self.reference is None:
+            return out
+        if i >= len(self.reference.calls):
+            self.errors.append(f"an extra release on the second neighbour: {rel}")
+            return out
+        return copy.deepcopy(self.reference.calls[i].output)
+
+
+def _privci_modules():
+    return [m for name, m in sorted(sys.modules.items()) if m is not None
+            and (name == "privci" or name.startswith("privci.")) and not name.endswith("__main__")]
+
+
+def _originals():
+    import privci.bounds
+    import privci.mechanisms
+    return (privci.mechanisms.laplace_mechanism, privci.mechanisms.report_noisy_max,
+            privci.bounds._numpy_quantile)
+
+
+_ORIGINALS = _originals()
+
+
+@contextlib.contextmanager
+def released(reference=None, overrides=None):
+    """Log every seeded noise mechanism privci calls inside the block (a :class:`ReleaseLog`;
+    with ``reference``, the releases return the reference's outputs, with ``overrides``
+    the given ones).  The spies replace
+    every privci module attribute that is the mechanism, so a new module is covered."""
+    import privci.mechanisms as M
+    laplace, noisy_max, quantile = _ORIGINALS
+    log = ReleaseLog(reference, overrides)
+    sig = {f: inspect.signature(f) for f in _ORIGINALS}
+
+    def spy_laplace(*args, **kwargs):
+        b = sig[laplace].bind(*args, **kwargs)
+        b.apply_defaults()
+        a = b.arguments
+        vb = a["value_bound"]
+        vals = M.sanitize(a["values"], vb)
+        return log.add(Released("laplace", vals.ravel(), float(a["sensitivity"]),
+                                {"epsilon": float(a["epsilon"]), "shape": vals.shape,
+                                 "value_bound": None if vb is None else float(vb)}),
+                       laplace(*args, **kwargs))
+
+    def spy_noisy_max(*args, **kwargs):
+        b = sig[noisy_max].bind(*args, **kwargs)
+        b.apply_defaults()
+        a = b.arguments
+        vals = np.clip(M.sanitize(a["scores"]), -_FLOAT_MAX / 4, _FLOAT_MAX / 4)
+        return log.add(Released("noisy_max", vals.ravel(), 1.0,
+                                {"epsilon": float(a["epsilon"]), "shape": vals.shape}),
+                       noisy_max(*args, **kwargs))
+
+    def spy_quantile(*args, **kwargs):
+        b = sig[quantile].bind(*args, **kwargs)
+        a = b.arguments
+        vals = np.array(a["values"], dtype=np.float64, copy=True).ravel()
+        return log.add(Released("quantile", vals, 1.0,
+                                {"epsilon": float(a["epsilon"]), "alpha": float(a["alpha"]),
+                                 "size": vals.size,
+                                 "candidates": tuple(np.asarray(a["candidates"]).tolist())}),
+                       quantile(*args, **kwargs))
+
+    spies = {id(laplace): spy_laplace, id(noisy_max): spy_noisy_max,
+             id(quantile): spy_quantile}
+    with contextlib.ExitStack() as stack:
+        mp = stack.enter_context(_monkeypatch())
+        hits = set()
+        for mod in _privci_modules():
+            for name, val in list(vars(mod).items()):
+                if id(val) in spies and val in _ORIGINALS:
+                    mp.setattr(mod, name, spies[id(val)])
+                    hits.add(id(val))
+        assert hits == set(spies), "a noise mechanism is no longer found in privci"
+        yield log
+
+
+def _monkeypatch():
+    import pytest
+    return pytest.MonkeyPatch.context()
+
+
+def release_changes(call, pair):
+    """Run ``call`` on both neighbours of ``pair`` (the second with the first's release
+    outputs) and compare what each noise mechanism was handed.
+
+    Returns (changes, problems, log): changes[i] = (release i on the first neighbour, its
+    change in units of the stated sensitivity); problems: differences an observer could use
+    (another number of releases, public parameters that depend on the data, a call that
+    fails on one side only); log: the first neighbour's :class:`ReleaseLog`.
+    """
+    problems = []
+    logs = []
+    for d, ref in ((pair.a, None), (pair.b, "a")):
+        with warnings.catch_warnings(), np.errstate(all="ignore"), \
+                released(logs[0] if ref else None) as log:
+            warnings.simplefilter("ignore")
+            try:
+                call(d)
+            except Exception as exc:  # noqa: BLE001 - reported as a problem
+                problems.append(f"{'second' if ref else 'first'} neighbour raised with the "
+                                f"releases fixed: {type(exc).__name__}: {exc}")
+        logs.append(log)
+    a, b = logs
+    problems += b.errors
+    if len(a.calls) != len(b.calls):
+        problems.append(f"{len(a.calls)} releases on the first neighbour, {len(b.calls)} on "
+                        "the second")
+    changes = []
+    for ra, rb in zip(a.calls, b.calls):
+        if (ra.kind, ra.sensitivity, ra.public) != (rb.kind, rb.sensitivity, rb.public):
+            problems.append(f"public parameters of a release depend on the data: {ra} / {rb}")
+            continue
+        changes.append((ra, ra.change(rb)))
+    return changes, problems, a
+
+
+def rerun(call, d, reference, overrides):
+    """``call(d)`` with every release returning ``reference``'s output, or ``overrides[i]``
+    for release i: the result, or the exception raised."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"), \
+            released(reference, overrides):
+        warnings.simplefilter("ignore")
+        try:
+            return call(d)
+        except Exception as exc:  # noqa: BLE001 - the caller reports it
+            return exc

@@ -187,13 +187,20 @@ MUTANTS = [
            ("tests/test_ledger.py::test_ledger[privgcm-spline-default]",
             "tests/test_ledger.py::test_ledger[privgcm-spline-default-gram]")),
     Mutant("privgcm-constant-p", "gcm.py",
+           r"^(    out = _spline_mechanism\(par, plan, inp\) if par\.spline else "
+           r"P\.krr_mechanism\(par, plan, inp\)\n)",
+           r"\1    out.pvalue = 0.5\n",
+           "privgcm (in memory) always returns p = 0.5 (its releases unchanged): private, "
+           "but not the test", 1, False,
+           ("tests/test_neighbours.py::test_privgcm_neighbours",)),
+    Mutant("privgcm-data-independent", "gcm.py",
            r"^(    )out = (_spline_mechanism\(par, plan, inp\) if par\.spline else "
            r"P\.krr_mechanism\(par, plan, inp\))\n",
            r"\1inp = __import__('copy').copy(inp)\n"
            r"\1inp.xa, inp.ya = 0.0 * inp.xa, 0.0 * inp.ya\n"
            r"\1out = \2\n"
            r"\1out.statistic, out.pvalue = 0.0, 0.5\n",
-           "privgcm (in memory) releases its statistics of zeroed x and y and returns "
+           "privgcm (in memory) releases the statistics of zeroed x and y and returns "
            "p = 0.5: private, but not the test", 1, False,
            ("tests/test_neighbours.py::test_privgcm_neighbours",)),
 ]
@@ -206,7 +213,7 @@ def apply(mutant, root):
     new, n = re.subn(mutant.pattern, mutant.replacement, text, flags=re.MULTILINE)
     if n == 0 or (mutant.count is not None and n != mutant.count):
         raise SystemExit(f"mutant {mutant.id!r}: the pattern made {n} substitution(s) in "
-                         f"python/privci/{mutant.file} (expected "
+                         f"{os.path.join(root, mutant.file)} (expected "
                          f"{mutant.count or 'at least 1'}): the code changed, update "
                          f"tools/mutate.py.\n  pattern: {mutant.pattern}")
     with open(path, "w", encoding="utf-8") as fh:
@@ -214,13 +221,13 @@ def apply(mutant, root):
     return n
 
 
-def fresh_copy(tmp):
+def fresh_copy(tmp, package=None):
     dest = os.path.join(tmp, "privci")
     if os.path.exists(dest):
         shutil.rmtree(dest)
     # copy2 keeps the modification times: numba's on-disk caches (keyed by the source's
     # time stamp) and Python's bytecode stay valid for every file that is not mutated
-    shutil.copytree(PACKAGE, dest, copy_function=shutil.copy2)
+    shutil.copytree(package or PACKAGE, dest, copy_function=shutil.copy2)
     return dest
 
 
@@ -289,6 +296,10 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="only check that every pattern still matches")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--package", default=PACKAGE,
+                    help="the privci package directory to copy and mutate (default "
+                         "python/privci; e.g. a `git archive HEAD python/privci` export while "
+                         "the working tree holds someone else's unfinished change)")
     args = ap.parse_args(argv)
 
     mutants = MUTANTS
@@ -307,11 +318,11 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="privci-mutate-")
     try:
         for m in mutants:    # every pattern must match before anything runs
-            apply(m, fresh_copy(tmp))
+            apply(m, fresh_copy(tmp, args.package))
         if args.check:
             print(f"all {len(mutants)} patterns match")
             return 0
-        fresh_copy(tmp)
+        fresh_copy(tmp, args.package)
         check_import(args.python, tmp)
 
         def tests_of(m):
@@ -327,7 +338,7 @@ def main(argv=None):
                 raise SystemExit("the unmutated package fails the tests: fix that first")
         rows = []
         for m in mutants:
-            fresh_copy(tmp)
+            fresh_copy(tmp, args.package)
             apply(m, os.path.join(tmp, "privci"))
             status, ids, dt = run_tests(args.python, tests_of(m), tmp, args.timeout,
                                         args.threads, not args.all_failures)
