@@ -15,6 +15,13 @@ Usage (from the repository root)::
     .venv-np2/bin/python tools/mutate.py --tests tests/test_ledger.py tests/test_spline.py
     .venv-np2/bin/python tools/mutate.py --list                # the mutants, no run
     .venv-np2/bin/python tools/mutate.py --check               # do the patterns still match?
+    git archive HEAD python/privci | tar -x -C /tmp/head       # someone's work in the tree:
+    .venv-np2/bin/python tools/mutate.py --package /tmp/head/python/privci   # mutate HEAD
+
+A mutant may name the tests that must catch it (its ``tests``, "the note": files or
+pytest node ids); without ``--tests`` each such mutant runs those, the others the default
+files, and the unmutated run covers all of them.  ``--tests`` runs the given ones for every
+mutant.
 
 Each mutant is (id, file under python/privci, pattern, replacement, description); the
 pattern is applied with ``re.subn(pattern, replacement, text, flags=re.MULTILINE)`` and
