@@ -83,7 +83,7 @@ from ._plan import ReleasePlan
 from .mechanisms import laplace_mechanism
 
 __all__ = ["release", "ReleasedTable", "ReleasedCovariance", "ReleasedTestResult",
-           "release_sensitivity", "covariance_sensitivity",
+           "release_sensitivity", "covariance_sensitivity", "linear_clip",
            "release_knots", "release_resolves", "hat_features"]
 
 SCALE_BITS = 16
@@ -1081,7 +1081,7 @@ class ReleasedTable:
 
 def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
             blocks=DEFAULT_BLOCKS, knots=RELEASE_KNOTS, auto_share=AUTO_SHARE,
-            statistics="additive"):
+            statistics="additive", clip=1.0):
     """Release a table's second moments once, with ``epsilon``; test any CI query for free.
 
     Parameters
@@ -1134,6 +1134,12 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         sensitivity ((V + 1/2)^2 + V) / 2 instead of V (K + 1) (V (K + 1) + 1) / 2 at
         V^2 + V), whose queries test zero partial correlation (conditional independence
         where the conditional means are linear).  ``blocks`` and ``knots`` do not apply.
+    clip : float in (0, 1] or "auto", default 1.0
+        ``statistics="linear"`` only: the columns are clipped at ``clip`` times their
+        bounds, u_v = clip((x_v - c_v) / (clip b_v), -1, 1).  A tighter clip raises the
+        variance of u against the fixed noise (2 sd against 4 sd: about 3.7 times) at the
+        price of a small bias where the clip makes E[u_i | u_S] nonlinear.  ``"auto"``:
+        the public rule :func:`linear_clip` (n, epsilon, V only).
 
     Returns
     -------
@@ -1171,6 +1177,10 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
     if statistics == "linear" and (k != DEFAULT_BLOCKS or K is not None):
         raise ValueError("`blocks` and `knots` apply to statistics='additive' only; got "
                          f"blocks={blocks!r}, knots={knots!r} with statistics='linear'.")
+    clip_ = _check_clip(clip)
+    if statistics != "linear" and clip_ != 1.0:
+        raise ValueError("`clip` applies to statistics='linear' only; got "
+                         f"clip={clip!r} with statistics={statistics!r}.")
     gen = None if rng is None else V.check_rng(rng)
     if budget is not None:
         from .budget import PrivacyBudget
@@ -1179,7 +1189,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
                             f"{type(budget).__name__} instead.")
     if statistics == "linear":
         return _release_linear(X, names, eps=eps, b=b, c=c, auto_b=auto_b, auto_c=auto_c,
-                               share=share, gen=gen, budget=budget)
+                               share=share, gen=gen, budget=budget, clip=clip_)
     sens_base = release_sensitivity(nv)
     eps_auto = share * eps if (auto_b or auto_c) else 0.0
     eps_gram = remaining(eps, eps_auto) if eps_auto else eps
@@ -1242,6 +1252,15 @@ COV_WEIGHT = 0.5             # public weight a of the constant feature in f = (a
 LINEAR_BOOT = 100            # bootstrap draws of the linear statistic's noise
 LINEAR_CHUNK = 256           # queries per vectorised batch
 LINEAR_FLOOR = 2.0           # eigenvalue floor: this x the noise's expected operator norm
+LINEAR_HETERO = 2.5          # the sampling variance's public heteroscedasticity allowance
+# the linear rung's resolution: columns clipped at a fraction of their public bounds.  The
+# choices (4, 3, 2.5, 2 and 1.5 sd at 4-sd bounds) and the largest partial-correlation
+# bias that clipping adds on the reference designs (chains x_i <- z -> x_j of standard
+# normal columns with noise sd 0.2-1 on each arm, clipped at the width; 8e7 rows, two
+# seeds, the larger taken; docs page "Release once, test many")
+CLIP_CHOICES = (1.0, 0.75, 0.625, 0.5, 0.375)
+CLIP_BIAS = {1.0: 0.0002, 0.75: 0.0005, 0.625: 0.0013, 0.5: 0.004, 0.375: 0.011}
+CLIP_BIAS_SHARE = 0.25       # the rule: the reference bias at most this x the test's sd
 SD_WIDE = 0.05               # a released sd(u) below this: the bounds are wide (>= 20 sd)
 SD_TIGHT = 0.5               # a released sd(u) above this: the bounds are tight (<= 2 sd)
 LINEAR_ASSUMPTION = (
@@ -1339,8 +1358,9 @@ class ReleasedCovariance:
 
     def __init__(self, *, moments, names, bounds, centers, n, epsilon, sensitivity,
                  noise_scale, mechanism, hardened, charge_statement, boot_seed,
-                 auto_epsilon=0.0, assumptions=None):
+                 auto_epsilon=0.0, assumptions=None, clip=1.0):
         self._M = moments
+        self.clip = float(clip)
         self.names = list(names)
         self.bounds = np.asarray(bounds, dtype=float)
         self.centers = np.asarray(centers, dtype=float)
@@ -1551,7 +1571,9 @@ class ReleasedCovariance:
         Rs, _, _ = _linear_stats(M[:, None] + E, floor)
         var_noise = np.mean((Rs[..., 0, 1] - T[:, None]) ** 2, axis=1)
         dof = max(n - l - 1, 1)
-        var_samp = np.maximum(Rii, 0.0) * np.maximum(Rjj, 0.0) / dof
+        # the homoscedastic sampling variance of T, times the public heteroscedasticity
+        # allowance (the release holds no fourth moments to estimate it)
+        var_samp = LINEAR_HETERO * np.maximum(Rii, 0.0) * np.maximum(Rjj, 0.0) / dof
         var = var_samp + var_noise
         # the released entry (i, j) enters T with weight one: its Laplace part is kept
         # exact, the rest of the variance is treated as normal
@@ -1589,12 +1611,61 @@ class ReleasedCovariance:
         return out
 
 
-def _release_linear(X, names, *, eps, b, c, auto_b, auto_c, share, gen, budget):
+def _check_clip(clip):
+    """``clip``: "auto" (None: the rule) or a number in (0, 1]."""
+    if _is_auto(clip):
+        return None
+    if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or \
+            not 0.0 < float(clip) <= 1.0:
+        raise ValueError(f"`clip` must be 'auto' or a number in (0, 1]; got {clip!r} instead.")
+    return float(clip)
+
+
+def linear_clip(n, epsilon, n_vars):
+    """The public rule for the linear rung's clipping (``clip="auto"``).
+
+    Among ``CLIP_CHOICES`` (the columns clipped at 1, 3/4, 5/8, 1/2 or 3/8 of their
+    bounds: 4, 3, 2.5, 2 or 1.5 sd at 4-sd bounds) it takes the tightest whose reference
+    bias (``CLIP_BIAS``: the partial correlation that the clip alone adds on chains of
+    standard-normal columns) is at most ``CLIP_BIAS_SHARE`` = 1/4 of the standard
+    deviation of the release's test at |S| = 1 on the reference table (independent
+    standard-normal columns at 4-sd bounds, clipped at that width, plus one seeded draw
+    of the release's noise at n, ``epsilon``, V).  A bias of a quarter of the test's sd
+    moves its level from 0.05 to at most 0.058.  Tighter clipping raises the variance of
+    the clipped columns against the fixed noise, so it pays where the noise dominates.
+    Public numbers only; cached.
+
+    Examples
+    --------
+    >>> linear_clip(10_000, 2.0, 8), linear_clip(100_000, 100.0, 5)
+    (0.375, 0.75)
+    """
+    return _linear_clip(V.check_int(n, "n", 2), V.positive_finite(epsilon, "epsilon"),
+                        V.check_int(n_vars, "n_vars", 2))
+
+
+@lru_cache(maxsize=256)
+def _linear_clip(n, eps, nv):
+    scale = covariance_sensitivity(nv) / eps
+    best = CLIP_CHOICES[0]
+    for c in CLIP_CHOICES:
+        tab = _linear_reference(n, scale, max(nv, 3), [20261127, int(1000 * c)],
+                                epsilon=eps, clip=c)
+        res = tab._answer_many([(0, 1, (2,))])[0]
+        sd = res.detectable_correlation / 1.959964
+        if np.isfinite(sd) and CLIP_BIAS[c] <= CLIP_BIAS_SHARE * sd:
+            best = c
+    return best
+
+
+def _release_linear(X, names, *, eps, b, c, auto_b, auto_c, share, gen, budget, clip=1.0):
     """The linear rung of :func:`release` (arguments validated there)."""
     n, nv = X.shape
     sens = covariance_sensitivity(nv)
     eps_auto = share * eps if (auto_b or auto_c) else 0.0
     eps_mom = remaining(eps, eps_auto) if eps_auto else eps
+    if clip is None:                 # the public rule (n, epsilon, V only)
+        clip = linear_clip(n, eps_mom, nv)
     ntri = (nv + 1) * (nv + 2) // 2 - 1
     sens = sens + _conversion_slack(n, ntri)
     plan = ReleasePlan(eps, {"centres/bounds": eps_auto, "moments": eps_mom}, eps_mom,
@@ -1609,7 +1680,7 @@ def _release_linear(X, names, *, eps, b, c, auto_b, auto_c, share, gen, budget):
             c = np.asarray(rel.center, dtype=float)
         if auto_b:
             b = np.maximum(AUTO_WIDTH * np.asarray(rel.bound, dtype=float), 1e-12)
-    U = _scaled(X, c, b)
+    U = _scaled(X, c, clip * b)
     del X
     F = _cov_features(U)
     del U
@@ -1628,7 +1699,7 @@ def _release_linear(X, names, *, eps, b, c, auto_b, auto_c, share, gen, budget):
                               epsilon=plan.epsilon, sensitivity=sens,
                               noise_scale=info.scale, mechanism=info.mechanism,
                               hardened=info.hardened, charge_statement=statement,
-                              boot_seed=seed, auto_epsilon=eps_auto)
+                              boot_seed=seed, auto_epsilon=eps_auto, clip=clip)
 
 
 def _hat_moments(knots, bound_sd=4.0, grid=4001):
@@ -1640,11 +1711,12 @@ def _hat_moments(knots, bound_sd=4.0, grid=4001):
     return (H * w[:, None]).T @ H, w @ H
 
 
-def _linear_reference(n, scale, nv, seed, epsilon=1.0):
+def _linear_reference(n, scale, nv, seed, epsilon=1.0, clip=1.0):
     """A public planning table for the linear rung: the expected moments of ``nv``
-    independent standard-normal columns at 4-sd bounds plus one draw of Laplace noise of
-    ``scale`` on the released entries (``seed``: a seed or a Generator)."""
-    m2, _ = _clipped_normal_moments()
+    independent standard-normal columns at 4-sd bounds clipped at ``clip`` of them, plus
+    one draw of Laplace noise of ``scale`` on the released entries (``seed``: a seed or a
+    Generator)."""
+    m2, _ = _clipped_normal_moments(4.0 * float(clip))
     gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     M = np.zeros((nv + 1, nv + 1))
     M[0, 0] = COV_WEIGHT * COV_WEIGHT * n
@@ -1660,10 +1732,10 @@ def _linear_reference(n, scale, nv, seed, epsilon=1.0):
                               mechanism="planning draw", hardened=False,
                               charge_statement="planning draw (synthetic, public)",
                               boot_seed=int(gen.integers(2 ** 31)),
-                              assumptions={"assume_linear": True})
+                              assumptions={"assume_linear": True}, clip=clip)
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=8)
 def _clipped_normal_moments(bound_sd=4.0, grid=8001):
     """E[u^2] and E[u] for u = clip(x / bound_sd, -1, 1), x ~ N(0, 1)."""
     x = np.linspace(-8.0, 8.0, grid)
@@ -1674,7 +1746,7 @@ def _clipped_normal_moments(bound_sd=4.0, grid=8001):
 
 
 def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng,
-                    statistics="additive"):
+                    statistics="additive", clip=1.0):
     """Planning draws for :func:`privci.plan_pc`: the expected Gram matrix (``"additive"``)
     or moment matrix (``"linear"``) of independent standard-normal columns (4-sd bounds)
     plus the release's noise; per order the median detectable correlation, resolvability
@@ -1689,7 +1761,7 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng,
     shares = np.zeros((draws, top + 1))
     for d in range(draws):
         if linear:
-            tab = _linear_reference(n, scale, V_, gen, epsilon=epsilon)
+            tab = _linear_reference(n, scale, V_, gen, epsilon=epsilon, clip=clip)
             results = tab._answer_many([(0, 1, tuple(range(2, 2 + o)))
                                         for o in range(top + 1)])
         else:
@@ -1718,10 +1790,10 @@ def _planned_orders(n, V_, epsilon, knots, power_rule, top, effect, draws, rng,
 # --- private PC on one release ----------------------------------------------------------
 
 _UNTRUSTED = ("keep", "use")
-RELEASE_PC_OPTIONS = ("statistics", "blocks", "knots", "untrusted", "responses", "auto_share",
-                      "power_rule", "quadratic_veto", "plan_orders", "max_tests",
-                      "orientation")
-PC_STATISTICS = ("auto", "linear", "additive")
+RELEASE_PC_OPTIONS = ("statistics", "clip", "blocks", "knots", "untrusted", "responses",
+                      "auto_share", "power_rule", "quadratic_veto", "plan_orders",
+                      "max_tests", "orientation")
+PC_STATISTICS = ("linear", "additive")
 ORIENTATIONS = ("majority", "sepset")
 DEFAULT_POWER_RULE = 0.45
 DEFAULT_MAX_TESTS = 5000     # the public cap on distinct tests computed by one PC run
@@ -1730,8 +1802,8 @@ PLAN_DRAWS = 3
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
-                           auto_share, power_rule, statistics="auto", max_tests=None,
-                           orientation="majority"):
+                           auto_share, power_rule, statistics="linear", max_tests=None,
+                           orientation="majority", clip="auto"):
     """Validate every option of a release-once PC before anything is charged."""
     if not _is_auto(bounds):
         V.positive_bounds(bounds, "bounds", p)
@@ -1759,10 +1831,18 @@ def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, resp
     if not (isinstance(orientation, str) and orientation in ORIENTATIONS):
         raise ValueError(f"`orientation` must be one of {ORIENTATIONS}; got {orientation!r} "
                          "instead.")
+    c = _check_clip(clip)
+    if statistics != "linear" and c is not None and c != 1.0:
+        raise ValueError(f"`clip` applies to statistics='linear' only; got clip={clip!r} "
+                         f"with statistics={statistics!r}.")
+    if statistics == "linear" and (int(blocks) != DEFAULT_BLOCKS):
+        raise ValueError("`blocks` applies to statistics='additive' only; got "
+                         f"blocks={blocks!r} with statistics='linear'.")
 
 
 def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max_order=None,
-                budget=None, statistics="auto", blocks=DEFAULT_BLOCKS, knots=DEFAULT_KNOTS,
+                budget=None, statistics="linear", clip="auto", blocks=DEFAULT_BLOCKS,
+                knots=DEFAULT_KNOTS,
                 untrusted="keep", responses="quadratic", auto_share=AUTO_SHARE,
                 power_rule=DEFAULT_POWER_RULE, quadratic_veto=True, plan_orders=True,
                 max_tests=DEFAULT_MAX_TESTS, orientation="majority"):
@@ -1788,7 +1868,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     _check_release_options(p, bounds=bounds, centers=centers, blocks=blocks, knots=knots,
                            untrusted=untrusted, responses=responses, auto_share=auto_share,
                            power_rule=power_rule, statistics=statistics, max_tests=max_tests,
-                           orientation=orientation)
+                           orientation=orientation, clip=clip)
     for name, value in (("quadratic_veto", quadratic_veto), ("plan_orders", plan_orders)):
         if not isinstance(value, bool):
             raise ValueError(f"`{name}` must be True or False; got {value!r} instead.")
@@ -1797,23 +1877,19 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
         rng = V.check_rng(rng)
     auto = _is_auto(bounds) or _is_auto(centers)
     eps_stats = remaining(eps, auto_share * eps) if auto else eps     # public
-    rule = None
-    if statistics == "auto":          # the public rule: n, epsilon, p, knots, power_rule
-        rung, rule = pc_statistics(n, eps_stats, p, knots=int(knots), power_rule=power_rule,
-                                   max_order=top, detail=True)
-    else:
-        rung = statistics
-    if rung == "linear" and int(blocks) != DEFAULT_BLOCKS:
-        raise ValueError("`blocks` applies to the additive rung only; got "
-                         f"blocks={blocks!r} with statistics={statistics!r} (the rule chose "
-                         "'linear').  Nothing was charged.")
+    rung = statistics
+    width = 1.0
+    if rung == "linear":             # the public rule (n, epsilon, p only) unless given
+        width = _check_clip(clip)
+        width = linear_clip(n, eps_stats, p) if width is None else width
     run_budget = PrivacyBudget(eps, name="privci.causal.pc (release once)")
     if budget is not None:
         budget.charge(eps, test="privci.causal.pc",
                       details=f"PC on {p} columns, one release of the table ({rung} rung)")
     if rung == "linear":
         table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
-                        budget=run_budget, auto_share=auto_share, statistics="linear")
+                        budget=run_budget, auto_share=auto_share, statistics="linear",
+                        clip=width)
         table.assumptions = {"assume_linear": True}
     else:
         table = release(X, epsilon=eps, bounds=bounds, centers=centers, rng=rng,
@@ -1869,7 +1945,7 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
         # and the orders above it are not asked (public numbers only: no effect on
         # privacy).  Order 0 is always asked; when it is not resolvable, nothing above is.
         orders, _ = _planned_orders(n, p, eps_stats, int(knots), PLAN_MARGIN * power_rule,
-                                    top, 0.3, PLAN_DRAWS, 0, statistics=rung)
+                                    top, 0.3, PLAN_DRAWS, 0, statistics=rung, clip=width)
         planned_top = 0
         for o in orders[1:]:
             if not (orders[0]["resolvable"] and o["resolvable"]):
@@ -1960,8 +2036,9 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     if budget is not None:
         guarantee += f"; the run was charged as one {eps:g}-DP release to the outer budget"
     caveats = []
-    if rule is not None:
-        caveats.append(f"statistics='auto' released the {rung} rung: {rule}")
+    if rung == "linear" and _is_auto(clip):
+        caveats.append(f"clip='auto' (privci.release.linear_clip, public numbers only) "
+                       f"clipped the columns at {width:g} of their bounds.")
     caveats.extend(table.caveats)
     if rng is not None:
         caveats.append("noise drawn from a seeded numpy generator: reproducible but not "
@@ -2022,52 +2099,3 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
                     caveats=tuple(caveats), table=table, untested=untested,
                     untested_reasons={e: tuple(sorted(r)) for e, r in reasons.items()},
                     max_tests=cap, statistics=rung)
-
-
-def pc_statistics(n, epsilon, n_vars, *, knots=DEFAULT_KNOTS, power_rule=DEFAULT_POWER_RULE,
-                  max_order=None, detail=False):
-    """The public rule of ``pc(statistics="auto")``: which rung one release should hold.
-
-    Public numbers only (n, the release's epsilon, the number of columns, PC's knots
-    and power rule), so the choice costs no privacy.  ``"additive"`` (the hat-feature
-    Gram matrices, :func:`release`) when :func:`privci.plan_pc` finds its tests
-    resolvable (under 1.5 x ``power_rule``) at every conditioning-set size up to
-    min(2, V - 2) *and* the linear rung's test at size 1 has a noise variance below
-    ``LINEAR_NOISE_SHARE`` of its own variance (where the linear release is then about
-    as good and its homoscedastic sampling variance would matter); otherwise
-    ``"linear"`` (the first and second moments only: far fewer noisy numbers at a
-    smaller sensitivity).
-
-    Examples
-    --------
-    >>> pc_statistics(10_000, 5.0, 5), pc_statistics(10_000, 2.0, 8)
-    ('additive', 'linear')
-    """
-    n = V.check_int(n, "n", 2)
-    eps = V.positive_finite(epsilon, "epsilon")
-    nv = V.check_int(n_vars, "n_vars", 2)
-    top = nv - 2 if max_order is None else min(int(max_order), nv - 2)
-    rung, why = _pc_statistics(n, eps, nv, int(knots), power_rule, min(2, top))
-    return (rung, why) if detail else rung
-
-
-LINEAR_NOISE_SHARE = 0.9
-
-
-@lru_cache(maxsize=256)
-def _pc_statistics(n, eps, nv, knots, power_rule, need):
-    pr = None if power_rule is None else PLAN_MARGIN * power_rule
-    lin, _ = _planned_orders(n, nv, eps, knots, pr, min(1, need), 0.3, PLAN_DRAWS, 0,
-                             statistics="linear")
-    share = lin[min(1, need)]["noise_share"]
-    if share >= LINEAR_NOISE_SHARE:
-        return "linear", (f"the linear rung's noise is {share:.0%} of its test variance at "
-                          f"|S| = {min(1, need)} (at least {LINEAR_NOISE_SHARE:.0%}: "
-                          "the noise, not the sampling, decides; n, epsilon and p only)")
-    add, _ = _planned_orders(n, nv, eps, knots, pr, need, 0.3, PLAN_DRAWS, 0,
-                             statistics="additive")
-    if all(o["resolvable"] for o in add):
-        return "additive", (f"the additive rung's tests are resolvable up to |S| = {need} "
-                            "and the sampling variance matters (n, epsilon and p only)")
-    return "linear", ("the additive rung's tests are not resolvable at every |S| up to "
-                      f"{need} (n, epsilon and p only)")
