@@ -129,10 +129,16 @@ def run_level(args):
                     rej, untrusted, t0 = 0, 0, time.time()
                     for r in range(args.reps):
                         X = (null_design(kind, s, args.n, rng) - mu) / sd
-                        tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng,
-                                             blocks=blocks, knots=args.knots)
-                        res = tab.test(0, 1, list(range(2, 2 + s)), responses=args.responses,
-                                       assume_additive=True, assume_smooth=args.assume_smooth)
+                        if args.statistics == "linear":
+                            tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng,
+                                                 statistics="linear", clip=args.clip)
+                            res = tab.test(0, 1, list(range(2, 2 + s)), assume_linear=True)
+                        else:
+                            tab = privci.release(X, epsilon=eps, bounds=4.0, rng=rng,
+                                                 blocks=blocks, knots=args.knots)
+                            res = tab.test(0, 1, list(range(2, 2 + s)),
+                                           responses=args.responses, assume_additive=True,
+                                           assume_smooth=args.assume_smooth)
                         rej += res.pvalue <= 0.05
                         untrusted += not res.trusted
                     lo, hi = wilson(rej, args.reps)
@@ -145,6 +151,7 @@ def run_level(args):
     if args.tag:
         path = _write_summary(f"release_once_level_{args.tag}_summary.csv",
                               f"reps={args.reps} n={args.n} seed={args.seed} "
+                              f"statistics={args.statistics} clip={args.clip} "
                               f"knots={args.knots} responses={args.responses} "
                               f"assume_smooth={args.assume_smooth}",
                               "design,S,eps,blocks,rejection,lo,hi,untrusted", rows)
@@ -354,6 +361,10 @@ def main(argv=None):
     ap.add_argument("--assume-smooth", action="store_true",
                     help="level and stress studies: test with assume_smooth=True (default: the "
                     "fail-safe)")
+    ap.add_argument("--statistics", choices=["additive", "linear"], default="additive",
+                    help="level study: the release's rung (linear: assume_linear=True)")
+    ap.add_argument("--clip", type=lambda v: v if v == "auto" else float(v), default="auto",
+                    help="level study, linear rung: the clip (a fraction of the bounds) or auto")
     ap.add_argument("--knots", type=lambda v: v if v == "auto" else int(v), default=6,
                     help="an integer, or auto (the release default; stress study)")
     ap.add_argument("--classes", nargs="+", default=[

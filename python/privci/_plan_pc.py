@@ -36,8 +36,9 @@ class PCPlan:
         ``"sieve"``: one (AboveThreshold, examination) round; ``"per-test"``: one
         order-0 test under the "levels" split.
     noise_scale : float
-        ``"release"``: the Laplace scale of each released Gram entry, (V^2 + V) /
-        epsilon; ``"sieve"``: the scale of the sieve's query noise, 4 / (k eps_1);
+        ``"release"``: the Laplace scale of each released entry (the linear rung's
+        ((V + 1/2)^2 + V) / (2 epsilon), the additive rung's (V^2 + V) / epsilon);
+        ``"sieve"``: the scale of the sieve's query noise, 4 / (k eps_1);
         ``"per-test"``: nan.
     orders : tuple of dict
         One dict per conditioning-set size l: ``detectable_correlation`` (the partial
@@ -51,6 +52,19 @@ class PCPlan:
         resolvable, some of 1-2 not: PC keeps edges that need larger separating sets), or
         "inadequate" (order 0 not resolvable: PC keeps nearly every edge).
     details : str
+    statistics : str or None
+        ``"release"``: the rung planned ("linear", pc's default, or "additive").
+    clip : float or None
+        The linear rung's clip (a fraction of the bounds) from the public rule.
+    untested : str
+        Empty when the plan is adequate; otherwise what PC will return before anything
+        is spent: which edges stay *untested* (kept only because no test can remove
+        them; pc reports them in ``res.untested``) and the smallest epsilon and n that
+        would make the plan adequate.
+    smallest_epsilon, smallest_n : float or None
+        ``"release"``: the smallest epsilon (at this n) and the smallest n (at this
+        epsilon), on a grid of factors 1.25 up to 4096 times the given value, at which
+        the plan is adequate; None when it already is, inf when the grid does not reach it.
     """
 
     method: str
@@ -64,28 +78,41 @@ class PCPlan:
     resolvable_orders: tuple
     power_class: str
     details: str = ""
+    statistics: object = None
+    clip: object = None
+    untested: str = ""
+    smallest_epsilon: object = None
+    smallest_n: object = None
 
     def __str__(self):
-        lines = [f"PC plan ({self.method}): n={self.n}, {self.n_variables} variables, "
+        rung = f", {self.statistics} rung" if self.statistics else ""
+        lines = [f"PC plan ({self.method}{rung}): n={self.n}, {self.n_variables} variables, "
                  f"epsilon={self.epsilon:g}: {self.power_class}"]
         for o in self.orders:
             lines.append(f"  |S|={o['order']}: detectable partial correlation "
                          f"{o['detectable_correlation']:.3g}, power {o['power']:.2f}, "
                          + ("resolvable" if o["resolvable"] else "cannot remove edges"))
+        if self.untested:
+            lines.append("  " + self.untested)
         return "\n".join(lines)
 
 
 def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule="default",
             max_order=None, effect=0.3, knots=None, block_rows=None, max_removals=None,
-            draws=5, rng=0):
+            draws=5, rng=0, statistics="linear", clip="auto"):
     """Plan a whole private PC run from public numbers only: what can it resolve?
 
     Nothing here reads data.  For ``method="release"`` (``privci.causal.pc``'s default)
-    the released Gram matrix is emulated from its expectation under independent
-    standard-normal columns with 4-sd bounds plus the release's Laplace noise (V^2 + V)
-    / epsilon, and the release's own test is asked, for each conditioning-set size l,
+    the release of the chosen rung (``statistics``: the linear rung's moments, pc's
+    default, clipped by the public rule :func:`privci.release.linear_clip`, or the
+    additive rung's hat Gram matrices) is emulated from its expectation under
+    independent standard-normal columns with 4-sd bounds plus the release's Laplace
+    noise, and the release's own test is asked, for each conditioning-set size l,
     how large a partial correlation it detects with probability about 1/2 (the
     ``detectable_correlation`` that pc's power rule compares with ``power_rule``).
+    Where the plan is not adequate, ``untested`` says, before anything is spent, which
+    edges pc will keep *untested* and the smallest epsilon and n that would resolve
+    them (``smallest_epsilon``, ``smallest_n``).
     Independent columns are the best case: a response explained at R^2 by S needs about
     1 / (1 - R^2) times the detectable correlation.  ``"sieve"``: the per-round epsilon,
     the block size and the chance that a null query survives the sieve and the
@@ -115,6 +142,10 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
         Planning draws of the emulated release (``"release"``).
     rng : int, default 0
         Seed of the planning draws (synthetic; no privacy meaning).
+    statistics : {"linear", "additive"}, default "linear"
+        ``"release"``: the rung, as ``privci.causal.pc``'s ``statistics``.
+    clip : "auto" or float in (0, 1]
+        ``"release"`` with the linear rung: as ``privci.causal.pc``'s ``clip``.
 
     Returns
     -------
@@ -124,10 +155,13 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
     --------
     >>> from privci.plan import plan_pc
     >>> pl = plan_pc(10_000, 5, 5.0)
-    >>> pl.power_class, pl.resolvable_orders[:2]
-    ('adequate', (0, 1))
-    >>> plan_pc(1_000, 8, 0.5).power_class
-    'inadequate'
+    >>> pl.power_class, pl.resolvable_orders[:2], pl.untested
+    ('adequate', (0, 1), '')
+    >>> low = plan_pc(1_000, 12, 1.0)
+    >>> low.power_class, low.smallest_epsilon > 1.0
+    ('inadequate', True)
+    >>> "untested" in str(low)
+    True
     """
     from scipy.special import ndtr
 
@@ -145,8 +179,10 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
     top = min(V_ - 2, 3) if max_order is None else min(V.check_int(max_order, "max_order", 0),
                                                         V_ - 2)
     V.check_int(draws, "draws", 1)
+    extra = {}
     if method == "release":
-        from .release import DEFAULT_KNOTS, DEFAULT_POWER_RULE
+        from .release import (DEFAULT_KNOTS, DEFAULT_POWER_RULE, PC_STATISTICS, _check_clip,
+                              _planned_orders, linear_clip)
         pr = DEFAULT_POWER_RULE if (isinstance(power_rule, str) and power_rule == "default") \
             else power_rule
         if pr is not None and (isinstance(pr, bool) or not isinstance(pr, numbers.Real)
@@ -156,13 +192,30 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
         K = DEFAULT_KNOTS if knots is None else V.check_int(knots, "knots", 1)
         if K > 64:
             raise ValueError(f"`knots` must be an integer in [1, 64]; got {K} instead.")
-        from .release import _planned_orders
-        orders, scale = _planned_orders(n_, V_, eps, K, pr, top, float(effect), int(draws),
-                                        rng)
+        if not (isinstance(statistics, str) and statistics in PC_STATISTICS):
+            raise ValueError(f"`statistics` must be one of {PC_STATISTICS}; got "
+                             f"{statistics!r} instead.")
+        width = _check_clip(clip)
+        linear = statistics == "linear"
+
+        def width_at(nn, ee):
+            if not linear:
+                return 1.0
+            return linear_clip(nn, ee, V_) if width is None else width
+
+        def run(nn, ee, tp, dr):
+            return _planned_orders(nn, V_, ee, K, pr, tp, float(effect), dr, rng,
+                                   statistics=statistics, clip=width_at(nn, ee))
+
+        orders, scale = run(n_, eps, top, int(draws))
         per_q = eps
-        details = (f"one release, Laplace scale {scale:.3g} per Gram entry "
-                   f"((V^2 + V) / epsilon); queries are free; power rule {pr}; "
-                   "independent standard-normal columns with 4-sd bounds (best case)")
+        extra = {"statistics": statistics, "clip": width_at(n_, eps) if linear else None}
+        rung = (f"linear rung (first and second moments, clip {extra['clip']:g} of the "
+                "bounds): Laplace scale ((V + 1/2)^2 + V) / (2 epsilon) = "
+                if linear else "additive rung (hat Gram matrices): Laplace scale "
+                "(V^2 + V) / epsilon = ")
+        details = (f"one release, {rung}{scale:.3g} per entry; queries are free; power rule "
+                   f"{pr}; independent standard-normal columns with 4-sd bounds (best case)")
     elif method == "sieve":
         from ._pc import SIEVE_BLOCK_ROWS, SIEVE_EXAMINE_SHARE, SIEVE_KNOTS, \
             SIEVE_THRESHOLD, sieve_epsilons
@@ -220,7 +273,33 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
         cls = "adequate"
     else:
         cls = "partial"
+    if method == "release" and cls != "adequate":
+        top_need = need[-1]
+
+        def adequate(nn, ee):
+            got, _ = run(nn, ee, top_need, 3)
+            return all(o["resolvable"] for o in got)
+
+        def smallest(f):
+            for k in range(1, 38):          # factors 1.25^k up to about 4096
+                if f(1.25 ** k):
+                    return 1.25 ** k
+            return math.inf
+
+        fe = smallest(lambda f: adequate(n_, eps * f))
+        fn = smallest(lambda f: adequate(int(math.ceil(n_ * f)), eps))
+        extra["smallest_epsilon"] = eps * fe
+        extra["smallest_n"] = math.ceil(n_ * fn) if math.isfinite(fn) else math.inf
+        first_bad = min(o["order"] for o in orders if not o["resolvable"])
+        what = ("no test can remove an edge: pc will return the complete graph, every edge "
+                "untested" if cls == "inadequate" else
+                f"tests conditioning on {first_bad} or more columns cannot remove edges: "
+                "edges that need such a separating set stay untested")
+        extra["untested"] = (f"{what} (res.untested).  Adequate (|S| <= {top_need} "
+                             f"resolvable) from epsilon = {extra['smallest_epsilon']:.3g} at "
+                             f"n = {n_}, or n = {extra['smallest_n']:.6g} at epsilon = "
+                             f"{eps:g}.")
     return PCPlan(method=method, n=n_, n_variables=V_, epsilon=eps, alpha=float(alpha),
                   per_query_epsilon=float(per_q), noise_scale=float(scale),
                   orders=tuple(orders), resolvable_orders=resolvable, power_class=cls,
-                  details=details)
+                  details=details, **extra)
