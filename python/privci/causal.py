@@ -147,7 +147,7 @@ class PrivateCITest:
         The answer is recorded as not released.
     names : sequence, optional
         Column names for the ledger (default: the DataFrame's columns or 0..p-1).
-    table : ReleasedTable, optional
+    table : ReleasedTable or ReleasedCovariance, optional
         Answer every question from one release (:func:`privci.release`, made
         and charged beforehand): no further charge, however many questions
         (PC then FCI on one release asks nothing twice of the budget).  Then
@@ -156,7 +156,10 @@ class PrivateCITest:
         above ``power_rule`` (default 0.45), is returned as p = 0 (the edge
         stays), as in :func:`pc`; with ``responses="quadratic"`` and two or
         more conditioning columns the p-value is the smaller of the linear
-        pair's and the squared pairs' (pc's dependence veto).
+        pair's and the squared pairs' (pc's dependence veto).  A linear release
+        (``statistics="linear"``, :func:`pc`'s default rung) answers under
+        ``assume_linear=True``, an additive one under ``assume_additive`` and
+        ``assume_smooth``, as :func:`pc` does.
     untrusted : {"keep", "use"}, default "keep"
         With ``table``: "use" returns untrusted p-values as they are.
     **test_options
@@ -257,11 +260,11 @@ class PrivateCITest:
 
     def _init_table(self, table, n, p, budget, bounds, epsilon_per_test, max_tests, test, rng,
                     untrusted, test_options):
-        from .release import _RESPONSES, ReleasedTable
+        from .release import _RESPONSES, ReleasedCovariance, ReleasedTable
 
-        if not isinstance(table, ReleasedTable):
-            raise TypeError("`table` must be a privci.ReleasedTable (from privci.release); got "
-                            f"{type(table).__name__} instead.")
+        if not isinstance(table, (ReleasedTable, ReleasedCovariance)):
+            raise TypeError("`table` must be a privci.ReleasedTable or ReleasedCovariance (from "
+                            f"privci.release); got {type(table).__name__} instead.")
         if len(table.names) != p or table.n != n:
             raise ValueError(f"`table` must be the release of this data ({n} rows, {p} "
                              f"columns); got a release of {table.n} rows and "
@@ -453,11 +456,15 @@ class PrivateCITest:
     def _answer(self, key, eps):
         if self.table is not None:      # post-processing of a release: nothing is charged
             i, j, ss = key
-            res = self.table.test(i, j, list(ss), responses=self.responses,
-                                  assume_additive=True, assume_smooth=True)
+            from .release import QUADRATIC_MAX_S, ReleasedCovariance
+            if isinstance(self.table, ReleasedCovariance):
+                res = self.table.test(i, j, list(ss), assume_linear=True)
+            else:
+                res = self.table.test(i, j, list(ss), responses=self.responses,
+                                      assume_additive=True, assume_smooth=True)
             pv = res.pvalue
-            from .release import QUADRATIC_MAX_S
-            if self.responses == "quadratic" and len(ss) > QUADRATIC_MAX_S:
+            if self.responses == "quadratic" and len(ss) > QUADRATIC_MAX_S and \
+                    not isinstance(self.table, ReleasedCovariance):
                 # the dependence veto of pc: the squared pairs can keep an edge, never
                 # remove one (min over the two p-values: removed only if both exceed alpha)
                 pv = min(pv, self.table._answer(i, j, list(ss), "quadratic",
@@ -519,9 +526,16 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
 
     - ``method="release"`` (default): one :func:`privci.release` of the whole
       table with the total ``epsilon``; every test is post-processing of it, so
-      the number of tests costs nothing.  A test that is not trusted (its fit
+      the number of tests costs nothing.  By default the release is the *linear
+      rung* (``statistics="linear"``): the first and second moments of the
+      columns, clipped at a public fraction of their bounds (``clip="auto"``),
+      and every test is a noise-aware partial-correlation test (Fisher's z null:
+      linear conditional means, stated as ``assume_linear``);
+      ``statistics="additive"`` releases the hat-feature Gram matrices instead
+      (additive smooth fits; more noise).  A test that is not trusted (its fit
       check failed, or the noise swamps a released residual variance) never
-      removes an edge (``untrusted="keep"``).
+      removes an edge (``untrusted="keep"``).  Edges that no test could remove
+      are reported as *untested* (``res.untested``, and in the printed result).
     - ``method="per-test"``: every test is a PrivGCM test (or ``test``), charged
       to a :class:`~privci.budget.PrivacyBudget` of total ``epsilon`` before it
       reads the data, with epsilon split over the tests by ``split``.
@@ -537,11 +551,11 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         Total privacy budget of the run (> 0).
     bounds : float, sequence of p floats, or "auto"
         Public bounds per column (fixed before seeing the data): column k is
-        clipped to ``centers[k] +- bounds[k]``.  ``"auto"`` (``method="release"``
+        clipped to ``centers[k] +- bounds[k]`` (the linear rung clips at ``clip``
+        times that).  ``"auto"`` (``method="release"``
         only): released privately with a share ``auto_share`` (default 0.1) of
-        ``epsilon``.  Columns far from ``centers`` with too small bounds are
-        clipped: the result's ``caveats`` name columns whose released share of
-        rows at the bounds is above 5%.
+        ``epsilon``.  Columns whose bounds do not fit are named in the result's
+        ``caveats`` when the released values show it beyond their noise.
     centers : float, sequence of p floats, or "auto", default 0.0
         Public centres per column (``"auto"``: private medians, ``method="release"``
         only).
@@ -567,14 +581,19 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         adapters): what a test the run's budget cannot pay for answers, without
         touching the data ("dependent" keeps the edge).
     **options
-        ``method="release"``: ``blocks``, ``knots`` (default 6; the queries assume
-        E[x_i | S] and E[x_j | S] smooth at that resolution, ``assume_smooth=True`` of
-        :meth:`privci.ReleasedTable.test`, and a result caveat counts them), ``responses``
-        (``"quadratic"``, the default, or ``"linear"``; see
-        :meth:`privci.ReleasedTable.test`), ``untrusted`` (``"keep"`` or
-        ``"use"``), ``power_rule`` (default 0.45, or None; Notes), ``quadratic_veto``
-        (default True; Notes) and
-        ``auto_share``; ``plan_orders`` (default True; Notes).
+        ``method="release"``: ``statistics`` (``"linear"``, the default, or
+        ``"additive"``; Notes), ``clip`` (linear rung: ``"auto"``, the public rule
+        :func:`privci.release.linear_clip`, or a fraction in (0, 1] of the bounds),
+        ``max_tests`` (default 5000, or None: the public cap on distinct tests,
+        reported in the result; Notes), ``orientation`` (``"majority"``, the default,
+        or ``"sepset"``; Notes), ``untrusted`` (``"keep"`` or ``"use"``),
+        ``power_rule`` (default 0.45, or None; Notes), ``plan_orders`` (default True;
+        Notes) and ``auto_share``; for the additive rung also ``blocks``, ``knots``
+        (default 6; the queries assume E[x_i | S] and E[x_j | S] smooth at that
+        resolution, ``assume_smooth=True`` of :meth:`privci.ReleasedTable.test`, and a
+        result caveat counts them), ``responses`` (``"quadratic"``, the default, or
+        ``"linear"``; see :meth:`privci.ReleasedTable.test`) and ``quadratic_veto``
+        (default True; Notes).
         ``method="sieve"``: ``block_rows`` (default 100), ``max_removals``
         (default p (p - 1) / 2), ``examine_share`` (default 0.2),
         ``threshold`` (default 0.5), ``knots`` (default 4) and ``responses``.
@@ -591,11 +610,53 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
         ``adjacency`` (bool, symmetric), ``directed`` (the CPDAG in
         causal-learn's encoding), ``sepsets``, the ``pvalues``, the
         ``budget`` with its ledger, the ``guarantee`` and ``caveats``; with
-        ``method="release"`` also ``table``, the
-        :class:`privci.ReleasedTable` (ask it further questions for free).
+        ``method="release"`` also ``table`` (ask it further questions for free:
+        ``res.table.test(i, j, S)`` answers as the run did, under the assumptions
+        stated in ``res.table.assumptions`` and in each answer), ``untested`` (the
+        kept edges that no test could remove, with ``untested_reasons``),
+        ``statistics`` and ``max_tests``.
 
     Notes
     -----
+    *The rungs* (``method="release"``).  ``statistics="linear"`` (default) releases
+    the first and second moments of f = (1/2, u_1, ..., u_p), u the columns clipped
+    at ``clip`` x ``bounds`` and scaled to [-1, 1]: (p + 1)(p + 2)/2 - 1 numbers at L1
+    sensitivity ((p + 1/2)^2 + p) / 2 (the proof is on the documentation page
+    "Release once, test many").  Each test regresses u_i and u_j on (1, u_S) from the
+    released moments and compares the residual cross moment with a variance that
+    adds the bootstrap variance of the released noise to the sampling variance
+    (times a public heteroscedasticity allowance 2.5); the p-value treats the one
+    noisy entry (i, j) that moves the statistic one for one as Laplace.  The answer
+    tests zero partial correlation: conditional independence where E[x_i | S] and
+    E[x_j | S] are linear in S (``assume_linear``, stated in the caveats).  It cannot
+    see a dependence without correlation (y = x^2 - 1); the additive rung can (its
+    squared responses and the dependence veto), at far more noise per test:
+    measured on held-out 5- to 12-node graphs, the linear rung's F1 was higher in
+    every cell (``vignettes/causal_compare.py``).  ``clip="auto"`` takes the
+    tightest of 1, 3/4, 5/8, 1/2 and 3/8 of the bounds whose reference clipping bias
+    is at most a quarter of the test's standard deviation (n, epsilon and p only).
+
+    *Untested edges and the test cap.*  PC keeps an edge unless a test removes it.
+    A kept edge is *untested* when one of its tests had p > alpha but could not
+    remove it (power rule or untrusted), or when conditioning sets of a size it
+    still had were never asked (planned orders, or ``max_tests``); the other kept
+    edges were *found*.  ``max_tests`` (default 5000) caps the number of distinct
+    tests computed (the linear rung computes an order's tests in one vectorised
+    batch): an order whose tests do not all fit runs the edges that fit, the rest
+    stay untested, and the search stops there.  The cap and the count are in the
+    result (``n_tests``, ``max_tests``, the guarantee).  :func:`privci.plan_pc`
+    says before the run which edges will stay untested and the smallest epsilon
+    or n that would resolve them.
+
+    *Orientation* (``orientation="majority"``).  Each unshielded triple i - k - j
+    is a collider when k is in fewer than half of the separating sets of (i, j)
+    that the run's tests found among the subsets of adj(i) and adj(j) (sizes up to
+    the last order run; free post-processing, within ``max_tests``), a
+    non-collider when in more, and is left unoriented at exactly half (the majority
+    rule of Colombo and Maathuis 2014).  An edge two colliders would orient both
+    ways is left undirected instead of keeping the first, and Meek's rules
+    propagate only the arrowheads that stand.  ``"sepset"``: the one separating set
+    that removed the edge decides, the first orientation wins (the earlier rule).
     *Power rule* (``method="release"``).  A test that cannot see a
     dependence does not remove an edge.  Each answer carries
     ``detectable_correlation``, the partial correlation at which it would
@@ -605,9 +666,11 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
     an edge, nor does an untrusted one (``untrusted="keep"``).  The level of
     each test is unchanged; the rule trades precision for recall (measured in
     ``vignettes/release_once_pc.py``; ``power_rule=None`` turns it off).
-    The default 0.45 was chosen on pilot graphs (seeds 77 and 78, 8 nodes).
+    The default 0.45 was chosen on pilot graphs for the additive rung (seeds 77
+    and 78, 8 nodes) and kept for the linear rung after pilot graphs of seeds
+    3602 and 3604 (5 to 12 nodes; 0.3 and 0.6 were not better overall).
 
-    *Dependence veto* (``method="release"``, ``responses="quadratic"``,
+    *Dependence veto* (additive rung, ``responses="quadratic"``,
     ``quadratic_veto=True``).  With two or more conditioning columns the test
     uses the linear pair only (the squared pairs do not keep their level
     there), so it cannot see y = x^2 - 1.  Before such a test removes an

@@ -1637,8 +1637,8 @@ def linear_clip(n, epsilon, n_vars):
 
     Examples
     --------
-    >>> linear_clip(10_000, 2.0, 8), linear_clip(100_000, 100.0, 5)
-    (0.375, 0.75)
+    >>> linear_clip(1_000, 2.0, 8), linear_clip(10_000, 2.0, 8), linear_clip(100_000, 100.0, 5)
+    (0.375, 0.5, 0.75)
     """
     return _linear_clip(V.check_int(n, "n", 2), V.positive_finite(epsilon, "epsilon"),
                         V.check_int(n_vars, "n_vars", 2))
