@@ -20,6 +20,13 @@ seed: numpy).  On each pair (see tests/neighbours_util.py):
   ||R - R'||_1 <= sensitivity (1 + 1e-9) for ``residual_products``,
   max_j |T_j - T'_j| <= sensitivity (1 + 1e-9) for ``crt_statistics``, and
   |T - T'| <= sensitivity for the Kendall statistic with the strata fixed;
+* ``privgcm`` and ``privcrt`` on the seeded path (issue 38): the second neighbour is run
+  with the same seed and every release returning the first neighbour's output; what each
+  noise mechanism is handed (the centres, the spline fit's statistics, the block sums or
+  products, the rank's scores, the private quantiles) differs by at most its stated
+  sensitivity, with the same public parameters; the released statistic reaches half of
+  its sharp constant over the search, and the p-value changes when the released
+  statistic is moved towards rejection (unless the fail-safe holds it at 1);
 * on the hardened path OpenDP is never handed a non-finite value (its
   ``nan=False`` domain is not enforced by OpenDP itself);
 * ``privci.bounds``: given the same earlier releases, the vector handed to
