@@ -542,15 +542,16 @@ def test_power_rule_keeps_edges_that_no_adequate_test_removed():
     c = (a + b) / 1.5 + 0.5 * rng.normal(size=n)
     X = np.column_stack([a, b, c, rng.normal(size=n)])
     from privci.release import DEFAULT_POWER_RULE
-    low = pc(X, epsilon=0.2, bounds=4.0, rng=1, plan_orders=False)
+    add = dict(statistics="additive")     # the additive rung (the linear one: test_causal_untested)
+    low = pc(X, epsilon=0.2, bounds=4.0, rng=1, plan_orders=False, **add)
     assert any("power rule" in c for c in low.caveats)
     assert low.adjacency.sum() >= pc(X, epsilon=0.2, bounds=4.0, rng=1,
-                                     power_rule=None).adjacency.sum()
+                                     power_rule=None, **add).adjacency.sum()
     # every removal was made by a test that could see a partial correlation of 0.45
     for (i, j), s in low.sepsets.items():
         assert low.table.test(i, j, list(s)).detectable_correlation <= DEFAULT_POWER_RULE
     # plan_orders (default): plan_pc says no order is resolvable here, so only order 0
-    planned = pc(X, epsilon=0.2, bounds=4.0, rng=1)
+    planned = pc(X, epsilon=0.2, bounds=4.0, rng=1, **add)
     assert planned.n_tests == 6 and {len(k[2]) for k in planned.pvalues} == {0}
     assert any("plan_pc" in c for c in planned.caveats)
 

@@ -277,7 +277,7 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
         top_need = need[-1]
 
         def adequate(nn, ee):
-            got, _ = run(nn, ee, top_need, 3)
+            got, _ = run(nn, ee, top_need, int(draws))
             return all(o["resolvable"] for o in got)
 
         def smallest(f):

@@ -1441,10 +1441,11 @@ class ReleasedCovariance:
             var = sd * sd
             if var - margin > SD_TIGHT ** 2 or abs(m) > 0.5 + zq * math.sqrt(2.0) * \
                     self.noise_scale / (COV_WEIGHT * self.n):
-                out.append(f"column {name!r}: released sd {sd:.2f} and mean {m:+.2f} of the "
-                           "scaled column (beyond the noise): the bounds or centres do not fit "
-                           "it and many rows are clipped (standardise with public constants, "
-                           "or use bounds='auto', centers='auto').")
+                out.append(f"column {name!r}: many rows are at or near its clipping bound "
+                           f"(released sd {sd:.2f} and mean {m:+.2f} of the scaled column, "
+                           "beyond the noise); the bounds or centres do not fit this column "
+                           "(standardise with public constants, or use bounds='auto', "
+                           "centers='auto').")
             elif var + margin < SD_WIDE ** 2:
                 out.append(f"column {name!r}: released sd {sd:.3f} of the scaled column "
                            "(beyond the noise): its bounds are more than 20 sd wide, so the "
