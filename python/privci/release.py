@@ -1538,6 +1538,7 @@ class ReleasedCovariance:
         the same answer however it is batched."""
         out = [None] * len(keys)
         groups = {}
+        keys = [(min(a, b), max(a, b), tuple(sorted(ss))) for a, b, ss in keys]
         for pos, key in enumerate(keys):
             groups.setdefault(len(key[2]), []).append(pos)
         for l, positions in groups.items():
