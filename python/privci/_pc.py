@@ -301,7 +301,7 @@ def _orient(adj, sepsets, colliders=None, conflicts="first"):
     decides).  ``"undirected"``: an edge that two v-structures would orient both ways is
     left undirected and every other arrowhead stands on its own triple, so one wrong
     separating set cannot flip an edge that another triple oriented; Meek's rules then
-    propagate only the arrowheads that stand.
+    propagate only the arrowheads that stand and never orient a conflicted edge.
     """
     p = adj.shape[0]
     g = np.where(adj, -1, 0).astype(np.int8)
@@ -318,6 +318,7 @@ def _orient(adj, sepsets, colliders=None, conflicts="first"):
     triples = _unshielded_triples(adj)
     if colliders is None:
         colliders = {(i, k, j): k not in sepsets.get((i, j), ()) for i, k, j in triples}
+    frozen = set()          # edges two colliders disagree on: left undirected, even by Meek
     if conflicts == "undirected":
         heads = set()
         for i, k, j in triples:
@@ -326,6 +327,8 @@ def _orient(adj, sepsets, colliders=None, conflicts="first"):
         for a, b in heads:
             if (b, a) not in heads:
                 orient(a, b)
+            else:
+                frozen.add(frozenset((a, b)))
     else:
         for i, k, j in triples:
             if not colliders.get((i, k, j)):
@@ -338,7 +341,7 @@ def _orient(adj, sepsets, colliders=None, conflicts="first"):
         changed = False
         for a in range(p):
             for b in range(p):
-                if not undirected(a, b):
+                if not undirected(a, b) or frozenset((a, b)) in frozen:
                     continue
                 # R1: c -> a - b, c and b not adjacent  =>  a -> b
                 r1 = any(directed(c, a) and not adj[c, b] and c != b for c in range(p))
