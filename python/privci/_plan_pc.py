@@ -104,7 +104,7 @@ def plan_pc(n, n_variables, epsilon, *, method="release", alpha=0.05, power_rule
 
     Nothing here reads data.  For ``method="release"`` (``privci.causal.pc``'s default)
     the release of the chosen rung (``statistics``: the linear rung's moments, pc's
-    default, clipped by the public rule :func:`privci.release.linear_clip`, or the
+    default, clipped by the public rule ``privci.release.linear_clip``, or the
     additive rung's hat Gram matrices) is emulated from its expectation under
     independent standard-normal columns with 4-sd bounds plus the release's Laplace
     noise, and the release's own test is asked, for each conditioning-set size l,

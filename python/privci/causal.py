@@ -583,7 +583,7 @@ def pc(data, *, epsilon, bounds, centers=0.0, alpha=0.05, method="release", rng=
     **options
         ``method="release"``: ``statistics`` (``"linear"``, the default, or
         ``"additive"``; Notes), ``clip`` (linear rung: ``"auto"``, the public rule
-        :func:`privci.release.linear_clip`, or a fraction in (0, 1] of the bounds),
+        ``privci.release.linear_clip``, or a fraction in (0, 1] of the bounds),
         ``max_tests`` (default 5000, or None: the public cap on distinct tests,
         reported in the result; Notes), ``orientation`` (``"majority"``, the default,
         or ``"sepset"``; Notes), ``untrusted`` (``"keep"`` or ``"use"``),

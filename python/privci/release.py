@@ -1139,7 +1139,7 @@ def release(data, *, epsilon, bounds, centers=0.0, rng=None, budget=None,
         bounds, u_v = clip((x_v - c_v) / (clip b_v), -1, 1).  A tighter clip raises the
         variance of u against the fixed noise (2 sd against 4 sd: about 3.7 times) at the
         price of a small bias where the clip makes E[u_i | u_S] nonlinear.  ``"auto"``:
-        the public rule :func:`linear_clip` (n, epsilon, V only).
+        the public rule ``privci.release.linear_clip`` (n, epsilon, V only).
 
     Returns
     -------
