@@ -135,16 +135,20 @@ def predictions(Phi, coef):
     return np.clip(pred, -1.0, 1.0)
 
 
-def residual_block_sums(Phi, uqx, uqy, coef_x, coef_y, block, k, residual_scale=None):
-    """(k, px py) int64 block sums of trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F))."""
+def residual_block_sums(Phi, uqx, uqy, coef_x, coef_y, block, k, residual_scale=None,
+                        squares=False):
+    """(k, px py) int64 block sums of trunc(clip(r_x[a] r_y[b], -1, 1) 2^(2F)); with
+    ``squares`` also those of trunc(clip(r_x[a] r_y[b], -1, 1)^2 2^(2F)) (a pair)."""
     px = uqx.shape[1]
     rs = np.ones(px + uqy.shape[1]) if residual_scale is None else np.asarray(residual_scale)
     rx = np.clip((uqx * 2.0 ** -F - predictions(Phi, coef_x)) * rs[:px], -1.0, 1.0)
     ry = np.clip((uqy * 2.0 ** -F - predictions(Phi, coef_y)) * rs[px:], -1.0, 1.0)
     px, py = rx.shape[1], ry.shape[1]
     S = np.zeros((k, px * py), dtype=np.int64)
+    Q = np.zeros((k, px * py), dtype=np.int64)
     for b in range(py):
         for a in range(px):
             prod = np.clip(rx[:, a] * ry[:, b], -1.0, 1.0)
             np.add.at(S[:, a + px * b], block, (prod * 2.0 ** (2 * F)).astype(np.int64))
-    return S
+            np.add.at(Q[:, a + px * b], block, (prod * prod * 2.0 ** (2 * F)).astype(np.int64))
+    return (S, Q) if squares else S

@@ -271,6 +271,17 @@ def test_residual_block_sums_equal_twin_exactly(spec_row, px, py, k):
                                  cx, cy, block, k)
     assert S.shape == (k, px * py) and S.dtype == np.int64
     np.testing.assert_array_equal(S, ref)
+    # the squared products: the same sums, and the squares' twin
+    S2, Q = K.residual_block_sums(z, x, y, zc, zs, xc, xb, yc, yb, spec, cx, cy, block, k,
+                                  chunk_rows=211, squares=True)
+    _, Qref = NB.residual_block_sums(Phi, NB.quantize_u(x, xc, xb), NB.quantize_u(y, yc, yb),
+                                     cx, cy, block, k, squares=True)
+    np.testing.assert_array_equal(S2, ref)
+    np.testing.assert_array_equal(Q, Qref)
+    assert Q.shape == S.shape and np.all(Q >= 0) and np.any(Q > 0)
+    # each row's square is at most 1 (2^32 units): the released Q's sensitivity
+    counts = np.bincount(block, minlength=k)
+    assert np.all(Q.sum(axis=1) <= counts * px * py * 2 ** 32)
 
 
 def test_residual_block_sums_threads(monkeypatch):
@@ -283,11 +294,14 @@ def test_residual_block_sums_threads(monkeypatch):
     cx = rng.normal(size=(spec.n_features, 2))
     cy = rng.normal(size=(spec.n_features, 2))
     block = rng.integers(0, 30, size=n)
-    S = K.residual_block_sums(z, x, y, zc, zs, xc, xb, yc, yb, spec, cx, cy, block, 30)
+    S, Q = K.residual_block_sums(z, x, y, zc, zs, xc, xb, yc, yb, spec, cx, cy, block, 30,
+                                 squares=True)
     Phi = _twin_features(z, zc, zs, row)
-    ref = NB.residual_block_sums(Phi, NB.quantize_u(x, xc, xb), NB.quantize_u(y, yc, yb),
-                                 cx, cy, block, 30)
+    ref, Qref = NB.residual_block_sums(Phi, NB.quantize_u(x, xc, xb),
+                                       NB.quantize_u(y, yc, yb), cx, cy, block, 30,
+                                       squares=True)
     np.testing.assert_array_equal(S, ref)
+    np.testing.assert_array_equal(Q, Qref)
     S2 = K.residual_block_sums(np.asfortranarray(z), np.asfortranarray(x), y,
                                zc, zs, xc, xb, yc, yb, spec, cx, cy, block.astype(np.int16),
                                30, chunk_rows=1000)

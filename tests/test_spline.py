@@ -82,17 +82,25 @@ def test_gram_and_cross_sensitivities_hold_on_adversarial_neighbours(d):
 
 
 def test_residual_block_sums_move_by_at_most_2_per_pair():
+    """One replaced row moves the block sums by at most 2 and the sums of squared
+    products by at most 1 (the two releases' sensitivities), whatever the coefficients."""
     des = _design(1, 8)
     rng = np.random.default_rng(3)
     z = rng.normal(size=(50, 1))
     U = np.clip(rng.normal(size=(50, 2)), -1, 1)
     lab = rng.integers(0, 5, 50)
+    moved = []
     for coef in (np.zeros((des.n_features(), 1)), rng.normal(scale=1e6, size=(des.n_features(), 1))):
         a = S.partition_block_sums(z, U, lab, des, coef, -coef, 1, 5)
+        assert a.shape == (10, 1)
         z2, U2 = z.copy(), U.copy()
         z2[7], U2[7] = 1e308, [1.0, -1.0]
         b = S.partition_block_sums(z2, U2, lab, des, coef, -coef, 1, 5)
-        assert float(np.abs(S._to_float(a) - S._to_float(b)).sum()) <= 2.0
+        diff = np.abs(S._to_float(a) - S._to_float(b))
+        assert float(diff[:5].sum()) <= 2.0          # the products: each in [-1, 1]
+        assert float(diff[5:].sum()) <= 1.0          # their squares: each in [0, 1]
+        moved.append(float(diff.sum()))
+    assert max(moved) > 1.0                          # the check can see a change
 
 
 def test_sums_are_exact_whatever_the_order():

@@ -911,18 +911,21 @@ def _add_residual_products(res, U, r, pu, px, py, blk, rs, S_out):
         pr = pr if math.isfinite(pr) else 0.0
         pr = min(max(pr, -1.0), 1.0)
         res[c] = min(max((U[c, r] * _INV_ONE - pr) * rs[c], -1.0), 1.0)
+    pq = px * py
     for b in range(py):
         ryb = res[px + b]
         for a in range(px):
             prod = min(max(res[a] * ryb, -1.0), 1.0)
             S_out[blk, a + px * b] += np.int64(prod * _ONE2_F)
+            S_out[blk, pq + a + px * b] += np.int64(prod * prod * _ONE2_F)
 
 
 @njit(cache=True, error_model="numpy")
 def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len, eval_col,
                    eval_kv, block_eval, block_kv, block_offset, n_runs, coef, block, out_label, rs, S_out,
                    part, nparts):
-    """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, px py)."""
+    """Rows [part n / nparts, (part + 1) n / nparts) into S_out (k, 2 px py): the products, then
+    their squares."""
     n = z.shape[0]
     ne = eval_col.shape[0]
     px = x.shape[1]
@@ -973,7 +976,8 @@ def _residual_part(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_tabl
 def residual_sums_into(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, span_table, knot_len,
                        eval_col, eval_kv, block_eval, block_kv, block_offset, n_runs, coef,
                        block, out_label, rs, S_out):
-    """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns).
+    """Add the rows' quantized residual products into S_out[part, block[i]] (px*py columns),
+    then their squares (px*py more columns).
 
     ``coef`` (P, px + py) holds the x columns' coefficients, then the y columns'.
     """
@@ -1022,6 +1026,8 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
     U = np.empty((pu, ROW_BLOCK), dtype=np.int64)
     pred = np.empty((pu, ROW_BLOCK))
     qp = np.empty(ROW_BLOCK, dtype=np.int64)
+    qs = np.empty(ROW_BLOCK, dtype=np.int64)
+    pq = px * py
     idx = np.empty((nbk, ROW_BLOCK), dtype=np.int64)
     phf = np.empty((ne, DEGREE + 1, ROW_BLOCK))
     for i0 in range(lo, hi, ROW_BLOCK):
@@ -1067,8 +1073,11 @@ def _residual_part_additive(z, x, y, zc, zs, xc, xb, yc, yb, T, knots, inv_den, 
                 for r in range(nb):
                     prod = min(max(pred[a, r] * pred[px + b, r], -1.0), 1.0)
                     qp[r] = np.int64(prod * _ONE2_F)
+                    qs[r] = np.int64(prod * prod * _ONE2_F)
                 for r in range(nb):
-                    S_out[_label(block, i0 + r, outb[0, r], out_label), col] += qp[r]
+                    lab = _label(block, i0 + r, outb[0, r], out_label)
+                    S_out[lab, col] += qp[r]
+                    S_out[lab, pq + col] += qs[r]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -1267,7 +1276,8 @@ def accumulate(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
 
 def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center, y_bound,
                         spec, coef_x, coef_y, block, k, *, chunk_rows=CHUNK_ROWS,
-                        check_labels=True, outside_block=None, residual_scale=None):
+                        check_labels=True, outside_block=None, residual_scale=None,
+                        squares=False):
     """Pass 2: block sums of the quantized residual products, (k, px * py) int64.
 
     With phi = q / 2^F, pred = clip(phi @ coef, -1, 1) (non-finite -> 0 first),
@@ -1277,7 +1287,9 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
     column a + px b.  ``coef_x`` (P, px), ``coef_y`` (P, py) are public; ``block`` (n,)
     integers in [0, k) (``check_labels`` as in :func:`accumulate`); ``outside_block``: None or
     a block in [0, k) that takes the rows beyond the clip box (as ``outside_group`` of
-    :func:`accumulate`).  Units 2^(-2F) (:func:`to_float`).
+    :func:`accumulate`).  Units 2^(-2F) (:func:`to_float`).  With ``squares=True`` also the
+    block sums of the squared products, trunc(clip(r_x[a] r_y[b], -1, 1)^2 2^(2F)) (each in
+    [0, 2^(2F)]): a pair of (k, px * py) arrays (the kernels always compute both).
     """
     z, x, y, n, px, py, pub = _inputs(z, x, y, z_center, z_scale, x_center, x_bound,
                                       y_center, y_bound, spec)
@@ -1302,8 +1314,8 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
                 np.any(rs > 1):
             raise ValueError(f"`residual_scale` must be {px + py} numbers in (0, 1] (the x "
                              f"columns', then the y columns'); got {residual_scale!r}")
-    nparts = _n_parts(n, k * px * py * 8)
-    S = np.zeros((nparts, k, px * py), dtype=np.int64)
+    nparts = _n_parts(n, 2 * k * px * py * 8)
+    S = np.zeros((nparts, k, 2 * px * py), dtype=np.int64)
     additive = not np.any(spec.block_col[:, 1] >= 0)
     coef_t = np.ascontiguousarray(coef.T)
     for lo, hi in _chunks(n, chunk_rows):
@@ -1317,4 +1329,8 @@ def residual_block_sums(z, x, y, z_center, z_scale, x_center, x_bound, y_center,
         else:
             kern = residual_sums_into if kk > 1 else _residual_serial
             kern(*args, spec.n_runs, coef, lab, out_label, rs, S[:kk])
-    return S.sum(axis=0) if nparts > 1 else S[0]
+    S = S.sum(axis=0) if nparts > 1 else S[0]
+    pq = px * py
+    if squares:
+        return np.ascontiguousarray(S[:, :pq]), np.ascontiguousarray(S[:, pq:])
+    return np.ascontiguousarray(S[:, :pq])

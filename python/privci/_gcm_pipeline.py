@@ -231,7 +231,11 @@ def gcm_plan(par, n, d, p, q):
         # each half (x on A, y on B; parallel composition) spends these two in sequence
         shares["fit: Gram matrices"] = design.eps_gram
         shares["fit: cross-products"] = design.eps_cross
-        shares["block sums"] = design.eps_test
+        if design.eps_squares:
+            shares["sum of products"] = design.eps_sums
+            shares["sum of squared products"] = design.eps_squares
+        else:
+            shares["block sums"] = design.eps_test
     else:
         shares["block sums" if k < n else "residual products"] = eps_test
     return ReleasePlan(epsilon=eps, shares=shares, test_epsilon=eps_test,
@@ -457,19 +461,23 @@ def spline_mechanism(source, plan, inp, scaling, means, xc, yc, centre, rng, mod
         coef_x = S.fit_coefficients(rel_x, design)
         coef_y = S.fit_coefficients(rel_y, design)
     # pass 2: residuals with the released coefficients, partial block sums, their noise
-    # the residuals' public scales (from the released coefficients): no clip binds
-    res_scale = np.r_[S.residual_scales(coef_x, design), S.residual_scales(coef_y, design)]
+    # the residuals' public scales (from the released coefficients), one per region: the
+    # kernels scale by the smallest (no clip binds), the release weights each region's sums
+    region_scale = np.hstack([S.region_residual_scales(coef_x, design),
+                              S.region_residual_scales(coef_y, design)])
+    res_scale = np.min(region_scale, axis=0)
     spec = dict(spec, coef_x=coef_x, coef_y=coef_y, res_scale=res_scale,
                 entropy=new_entropy(rng))
     released, info, sens = source.map_reduce_release(
-        spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q), rng)
+        spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q,
+                                    weights=S.region_weights(region_scale, p, q)), rng)
     with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode, res_scale)
+        test = S.spline_test(released, rel_x, rel_y, design, mode, region_scale)
     return spline_output(
         test, design, info, sens,
-        S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens),
-        info.hardened and rel_x.hardened and rel_y.hardened,
-        S.spline_releases(rel_x, rel_y, design, info, sens), inp, xc, yc, centre)
+        S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens, released),
+        info.hardened and rel_x.hardened and rel_y.hardened and released.squares_hardened,
+        S.spline_releases(rel_x, rel_y, design, info, sens, released), inp, xc, yc, centre)
 
 
 # --------------------------------------------------------------------------- 5. the result
@@ -521,8 +529,12 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
         parts.append(f"{plan.design.eps_fit:g} for the released regression")
         if pieces:
             mechanism = "; ".join([mechanism] + pieces)
-        comp_text = (f" (sequential composition: {', '.join(parts)}, "
-                     f"{plan.share('block sums'):g} for the block sums)")
+        if plan.design.eps_squares:
+            tail = (f"{plan.share('sum of products'):g} for the sum of the residual products, "
+                    f"{plan.share('sum of squared products'):g} for the sum of their squares")
+        else:
+            tail = f"{plan.share('block sums'):g} for the block sums"
+        comp_text = f" (sequential composition: {', '.join(parts)}, {tail})"
     elif parts:
         eps_test = plan.test_epsilon
         mechanism = "; ".join([f"{mechanism} (epsilon {eps_test:g})"] + pieces)
@@ -560,7 +572,9 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
         method = method.replace("test", "test without conditioning", 1)
     if spline:
         method += ", released spline regression"
-    if k < n:
+    if spline and k == 1:
+        method += ", one noisy sum and its released variance"
+    elif k < n:
         method += f", {k} noisy block sums"
     method += caption
     return PrivateTestResult(statistic=out.statistic, pvalue=out.pvalue,

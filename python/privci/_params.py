@@ -44,7 +44,8 @@ def _check_lambda(ridge_lambda, kernel_approximation, cv_lambdas, n):
 
 
 def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
-    """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n]."""
+    """``"auto"`` -> the default rule, None -> n (Algorithm 1), an int in [2, n] (in [1, n]
+    with the released spline fit)."""
     if n_blocks is None:
         if regression == "spline" and conditional:
             raise ValueError("`n_blocks=None` (one block per row) is the paper's mechanism and "
@@ -55,7 +56,9 @@ def _check_n_blocks(n_blocks, n, conditional, regression="krr"):
             raise ValueError("`n_blocks` must be 'auto', None (one block per row: the paper's "
                              f"Algorithm 1) or an integer >= 2; got {n_blocks!r} instead.")
         return auto_n_blocks(n, conditional, regression)
-    k = V.check_int(n_blocks, "n_blocks", 2)
+    spline = regression == "spline" and conditional
+    # the released spline fit also takes k = 1: one noisy sum and its released variance
+    k = V.check_int(n_blocks, "n_blocks", 1 if spline else 2)
     if k > n:
         raise ValueError(f"`n_blocks` must be at most the number of rows n = {n}; got {k} "
                          "instead.")

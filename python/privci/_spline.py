@@ -93,10 +93,18 @@ GRAM_SHARE = 0.8          # default share of the fit's epsilon for the Gram matr
 GRAM_SHARES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)   # the rule's choices for that share
 BETA_REF = 0.25           # reference size of a fitted function in the scaled units (4-sd bounds)
 K_BLOCKS = 20             # noisy block sums of the test (the largest the rule picks)
-K_CHOICES = (5, 10, 20)   # the rule's choices for the number of block sums
+K_CHOICES = (1, 5, 10, 20)   # the rule's choices for k; k = 1: one noisy sum and the
+#                              released sum of squared products (SQ_SHARES of epsilon_test)
+SQ_SHARES = (0.05, 0.1, 0.15, 0.2, 0.3)  # k = 1: the rule's choices for the squares' share
+SQ_UCB = 1.0              # k = 1: the variance uses Q + SQ_UCB noise scales (an upper bound)
 CERTIFY_SHARE = 0.5       # estimated bias^2 / (block + shift variance) above which: flagged
 INTERVAL_CHOICES = (4, 8, 16, 32, 64)  # test-basis intervals per column (rich: twice)
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+RES_TOL = 0.1             # the rule: the finest resolution within this of the least critical value
+# regions of t (shells of max_j |t_j|, public): each has its own residual scale, and the
+# Gram matrices are released per region (a row lies in one), so that the allowance sees
+# the regions' weights exactly
+REGION_EDGES = ()             # measured: three shells gave no gain (the regions' Gram noise)
 CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
 # the calibration (read at call time, so that studies can vary them; the values are the
@@ -194,6 +202,12 @@ class Design:
     gram_share: float = GRAM_SHARE
     assume_additive: bool = False
     predicted: dict = field(default_factory=dict, compare=False)
+    sq_share: float = 0.0     # k = 1: the share of eps_test for the sum of squared products
+    regions: tuple = ()       # the region edges on max_j |t_j| (public); () : one region
+
+    @property
+    def n_regions(self):
+        return len(self.regions) + 1
 
     @property
     def rich_intervals(self):
@@ -209,6 +223,21 @@ class Design:
         """Each half's epsilon for its cross-products: the rest of the fit's (rounded down,
         so that eps_gram + eps_cross <= eps_fit exactly)."""
         return _rest(self.eps_fit, self.eps_gram)
+
+    @property
+    def eps_sums(self):
+        """epsilon of the noisy (block) sums of the residual products: all of eps_test for
+        k >= 2; for k = 1 what the sum of squared products leaves (rounded down)."""
+        if self.k > 1 or not self.sq_share:
+            return self.eps_test
+        return _rest(self.eps_test, self.eps_squares)
+
+    @property
+    def eps_squares(self):
+        """k = 1: epsilon of the sum of squared products (``sq_share`` of eps_test); else 0."""
+        if self.k > 1 or not self.sq_share:
+            return 0.0
+        return self.sq_share * self.eps_test
 
     @property
     def n_blocks(self):
@@ -241,6 +270,142 @@ class Design:
     def features(self, t):
         """Rich-basis features as floats (exact multiples of 2^-16)."""
         return self.features_int(t) * (1.0 / _ONE)
+
+
+@lru_cache(maxsize=64)
+def _gram_pattern(d, intervals, interactions):
+    """The rich basis' possibly non-zero Gram entries: (p_rich, p_rich) bool, public.
+
+    Feature l of an additive block is a cubic B-spline of column j, non-zero only on the
+    open interval (kv[l], kv[l + 4]) of its knots (and zero after the quantisation wherever
+    the spline is); the interaction features are non-zero almost everywhere.  Two features
+    can both be non-zero at some t only if, in every column, their closed supports meet:
+    entry (l, m) of sum phi phi^T is then possibly non-zero; every other entry is exactly 0
+    for every data set, so it is public and released without noise (Lemma 3 is unchanged:
+    a row moves the released entries by at most s^2 + s in L1).  Read-only.
+
+    Examples
+    --------
+    >>> P = _gram_pattern(1, 4, False)
+    >>> bool(P[0, 3]), bool(P[0, 4])       # cubic splines overlap over 4 knot intervals
+    (True, False)
+    """
+    kv = _knots(2 * intervals)
+    per = _n_per(2 * intervals)
+    lo, hi, col = [], [], []
+    for j in range(d):
+        for ell in range(0 if j == 0 else 1, per):
+            lo.append(kv[ell])
+            hi.append(kv[ell + 4])
+            col.append(j)
+    if interactions:
+        for _ in range(2 * 2 ** d):
+            lo.append(-np.inf)
+            hi.append(np.inf)
+            col.append(-1)
+    lo, hi, col = np.array(lo), np.array(hi), np.array(col)
+    meet = (lo[:, None] <= hi[None, :]) & (lo[None, :] <= hi[:, None])
+    # features of different columns (or an interaction feature) always meet somewhere
+    pat = meet | (col[:, None] != col[None, :]) | (col[:, None] < 0) | (col[None, :] < 0)
+    pat.setflags(write=False)
+    return pat
+
+
+def _pattern_rows(d, intervals, interactions, regions=()):
+    """The largest number of noisy entries in a row of the rich Gram matrix, summed over
+    the regions' releases (the noise edge is about sqrt of it times the entries' noise
+    scale)."""
+    if regions:
+        return int(np.max(np.sum(_region_patterns(d, intervals, interactions, regions),
+                                 axis=(0, 2))))
+    return int(np.max(np.sum(_gram_pattern(d, intervals, interactions), axis=1)))
+
+
+def region_of(t, edges):
+    """The region of every row of t (m, d): the number of ``edges`` below max_j |t_j|
+    (int64, in [0, len(edges)]); a function of the row alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> region_of(np.array([[0.2, -1.0], [1.6, 0.0], [0.0, -3.0], [1.5, 1.5]]), (1.5, 2.5))
+    array([0, 1, 2, 0])
+    """
+    t = np.asarray(t, dtype=np.float64)
+    if t.ndim == 1:
+        t = t[:, None]
+    sh = np.max(np.abs(np.nan_to_num(t, nan=0.0)), axis=1) if t.shape[1] else np.zeros(
+        t.shape[0])
+    out = np.zeros(t.shape[0], dtype=np.int64)
+    for e in edges:
+        out += sh > e
+    return out
+
+
+def _feature_supports(d, intervals, interactions):
+    """(lo, hi, column) of every rich-basis feature: its closed support on its column
+    (interaction features: the whole line, column -1)."""
+    kv = _knots(2 * intervals)
+    per = _n_per(2 * intervals)
+    lo, hi, col = [], [], []
+    for j in range(d):
+        for ell in range(0 if j == 0 else 1, per):
+            lo.append(kv[ell])
+            hi.append(kv[ell + 4])
+            col.append(j)
+    if interactions:
+        for _ in range(2 * 2 ** d):
+            lo.append(-np.inf)
+            hi.append(np.inf)
+            col.append(-1)
+    return np.array(lo), np.array(hi), np.array(col)
+
+
+@lru_cache(maxsize=64)
+def _region_active(d, intervals, interactions, regions):
+    """(R, p_rich) bool: feature l is possibly non-zero at some t of region r (public).
+
+    Region r holds the t with a_(r-1) < max_j |t_j| <= a_r (a_(-1) = 0, a_R = the clip
+    box); every column then lies in [-a_r, a_r], and with one column |t| is at least
+    a_(r-1).  Closed intervals throughout (a superset of the truth)."""
+    lo, hi, col = _feature_supports(d, intervals, interactions)
+    edges = (0.0,) + tuple(regions) + (SPLINE_RANGE,)
+    out = np.zeros((len(edges) - 1, lo.size), dtype=bool)
+    for r in range(len(edges) - 1):
+        a0, a1 = edges[r], edges[r + 1]
+        inner = (lo <= a1) & (hi >= -a1)
+        if d == 1 and r > 0:
+            inner &= (hi >= a0) | (lo <= -a0)      # meets the annulus a0 <= |t| <= a1
+        out[r] = inner | (col < 0)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _region_patterns(d, intervals, interactions, regions):
+    """(R, p_rich, p_rich) bool: entry (l, m) of region r's Gram sum_{rows in r} phi phi^T
+    is possibly non-zero (public; every other entry of that release is exactly 0).
+
+    Two features must both be active in region r (:func:`_region_active`) and, on a shared
+    column, have closed supports that meet inside the region's range of that column."""
+    pat = _gram_pattern(d, intervals, interactions)
+    lo, hi, col = _feature_supports(d, intervals, interactions)
+    act = _region_active(d, intervals, interactions, regions)
+    edges = (0.0,) + tuple(regions) + (SPLINE_RANGE,)
+    out = np.zeros((act.shape[0],) + pat.shape, dtype=bool)
+    same = (col[:, None] == col[None, :]) & (col[:, None] >= 0)
+    for r in range(act.shape[0]):
+        a0, a1 = edges[r], edges[r + 1]
+        both = act[r][:, None] & act[r][None, :] & pat
+        # on a shared column the overlap of the two supports must meet the region's range
+        olo = np.maximum(lo[:, None], lo[None, :])
+        ohi = np.minimum(hi[:, None], hi[None, :])
+        meet = (olo <= a1) & (ohi >= -a1)
+        if d == 1 and r > 0:
+            meet &= (ohi >= a0) | (olo <= -a0)
+        out[r] = both & (~same | meet)
+    out.setflags(write=False)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -317,7 +482,8 @@ def _central_quotients(d, intervals, interactions):
 def _lambda(n, d, eps_fit, gram_share, intervals, interactions):
     """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(p_rich)."""
     des = Design(d, intervals, interactions, eps_fit, eps_fit)
-    return gram_sensitivity(des.n_blocks) / (gram_share * eps_fit) * math.sqrt(des.n_features())
+    return gram_sensitivity(des.n_blocks) / (gram_share * eps_fit) * math.sqrt(
+        _pattern_rows(d, intervals, interactions, tuple(REGION_EDGES)))
 
 
 def _resolvable(n, d, eps_fit, gram_share, intervals, interactions, products=True):
@@ -351,7 +517,7 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, gram_shar
     sby = cross_sensitivity(s, q) / ((1 - gram_share) * eps_fit)
     Gr = m * _reference(d, intervals, interactions)
     pr = Gr.shape[0]
-    lam = sg * math.sqrt(pr)
+    lam = sg * math.sqrt(_pattern_rows(d, intervals, interactions, tuple(REGION_EDGES)))
     A = _insertion(d, intervals, interactions)
     P = _penalty(d, intervals, interactions)
     H = A @ _floored_inverse(A.T @ Gr @ A + lam * P, lam) @ A.T   # b -> test fit (rich coords)
@@ -360,7 +526,7 @@ def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, gram_shar
     G2 = 2.0 * Gr                                                   # both halves' Gram
     # noise of b - G beta per coordinate (delta method): 2 sb^2 + 2 sg^2 |beta|^2, with the
     # reference |beta|^2 = BETA_REF^2 per coefficient (B-spline coefficients ~ values)
-    beta2 = BETA_REF ** 2 * pr
+    beta2 = BETA_REF ** 2 * _pattern_rows(d, intervals, interactions, tuple(REGION_EDGES))
     vx = 2 * sbx ** 2 + 2 * sg ** 2 * beta2
     vy = 2 * sby ** 2 + 2 * sg ** 2 * beta2
     Ch = G2 @ H @ H.T
@@ -414,48 +580,74 @@ def choose_design(n, d, p, q, epsilon, k=None, assume_additive=False):
     return _choose_design(int(n), int(d), int(p), int(q), float(epsilon),
                           None if k is None else int(k),
                           bool(assume_additive), tuple(FIT_SHARES), tuple(GRAM_SHARES),
-                          tuple(INTERVAL_CHOICES), float(CERT_RHO))
+                          tuple(INTERVAL_CHOICES), float(CERT_RHO), tuple(REGION_EDGES),
+                          float(RES_TOL), float(RICH_FLOOR), float(UCB_Z))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, assume_additive, fit_shares, gram_shares,
-                   interval_choices, cert_rho):
+                   interval_choices, cert_rho, regions=(), res_tol=0.1, rich_floor=1.0,
+                   ucb_z=2.0):
     # the choice sets and cert_rho are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     interactions = (not assume_additive) and 2 <= d <= MAX_INTERACTION_D
     products = not assume_additive
-    ref = min(REFERENCE_INTERVALS, interval_choices[-1])
-    levels = {}
+    ks = (k,) if k is not None else tuple(c for c in K_CHOICES if c <= n) or (max(2, n),)
+    samp = n * BETA_REF ** 4          # reference sampling variance of S (residual sd BETA_REF)
+
+    def options(f, g, i):
+        """(critical value, i, f, g, k, sq share, test noise var, fit noise var) of every k
+        and squares' share at the split (f, g) and resolution interval_choices[i]."""
+        tv1, fv = _predicted(n, d, p, q, epsilon, interval_choices[i], interactions, f, 1, g)
+        for kk in ks:
+            for sq in (SQ_SHARES if kk == 1 else (0.0,)):
+                key, tv = _critical(kk, sq, samp, tv1, fv, p * q)
+                yield (-key, i, f, g, kk, sq, tv, fv)
+
+    cands = []
     for f in fit_shares:
         for g in gram_shares:
-            level = -1
             for i, cand in enumerate(interval_choices):
                 if not _resolvable(n, d, f * epsilon, g, cand, interactions, products):
                     break
-                level = i
-            levels[f, g] = level
-    top = max(levels.values())
-    ks = (k,) if k is not None else tuple(c for c in K_CHOICES if c <= n) or (max(2, n),)
-    samp = n * BETA_REF ** 4          # reference sampling variance of S (residual sd BETA_REF)
-    best = None                   # (-(t quantile x predicted sd), f, g, k, noise)
-    for (f, g), level in levels.items():
-        if level < top:
-            continue
-        tv1, fv = _predicted(n, d, p, q, epsilon, ref, interactions, f, 1, g)
-        for kk in ks:
-            tv = kk * tv1
-            key = -float(_t_quantile(kk - 1)) * math.sqrt(samp + tv + fv)
-            if best is None or key > best[0]:
-                best = (key, f, g, kk, (tv, fv))
-    _, f, g, k, (tv, fv) = best
-    level = top
-    intervals = interval_choices[max(level, 0)]
+                cands.extend(options(f, g, i))
+    certified = bool(cands)
+    if cands:
+        # power first, resolution next: the least predicted critical value of S, but the
+        # finest resolution whose critical value is within RES_TOL of that least one
+        cmin = min(c[0] for c in cands)
+        near = [c for c in cands if c[0] <= (1.0 + RES_TOL) * cmin]
+        top = max(c[1] for c in near)
+        best = min((c for c in near if c[1] == top), key=lambda c: c[0])
+    else:
+        best = min((c for f in fit_shares for g in gram_shares for c in options(f, g, 0)),
+                   key=lambda c: c[0])
+    crit, i, f, g, k, sq, tv, fv = best
+    intervals = interval_choices[i]
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
-                  eps_test=eps_test, k=k, certified=level >= 0, assume_additive=assume_additive,
-                  gram_share=g, predicted={"fit_share": f, "gram_share": g,
-                                           "test_noise_var": tv, "fit_noise_var": fv})
+                  eps_test=eps_test, k=k, certified=certified, assume_additive=assume_additive,
+                  gram_share=g, sq_share=sq, regions=tuple(REGION_EDGES),
+                  predicted={"fit_share": f, "gram_share": g, "test_noise_var": tv,
+                             "fit_noise_var": fv, "critical": crit,
+                             "sampling_var": samp})
+
+
+def _critical(k, sq, samp, tv1, fv, pairs):
+    """(-(predicted critical value of S), S's predicted noise variance) for k block sums
+    (t quantile on k - 1 degrees of freedom times the predicted sd) or, k = 1, one noisy sum
+    and the released sum of squares with share ``sq`` of epsilon_test (the critical value
+    of |N(0, samp + SQ_UCB b_Q + fv) + Laplace(b_S)|).  ``tv1``: the variance of one sum's
+    Laplace noise with all of epsilon_test, 2 b^2."""
+    from ._stats import normal_laplace_critical
+    if k > 1:
+        tv = k * tv1
+        return -float(_t_quantile(k - 1)) * math.sqrt(samp + tv + fv), tv
+    b_s = math.sqrt(tv1 / 2.0) / (1.0 - sq)
+    b_q = 0.5 * math.sqrt(tv1 / 2.0) / sq     # squares: half the products' sensitivity
+    tv = 2.0 * b_s * b_s
+    return -normal_laplace_critical(math.sqrt(samp + SQ_UCB * b_q + fv), b_s), tv
 
 
 # --------------------------------------------------------------------------- row passes
@@ -501,14 +693,16 @@ def partition_stats(t, U, half, design, p, keep=None):
     ``t`` (m, d) centred and scaled z, ``U`` (m, p + q) the clipped, scaled x and y,
     ``half`` (m,) True for rows of half A, ``keep`` None or (m,) bool: False for rows left
     out (every row is evaluated either way; a left-out row's terms are not added).
-    Returns int64 arrays (units 2^-32): G_A (upper triangle), b_A (p_rich, p) over half A
-    with the x columns, and G_B, b_B over half B with the y columns.  Memory
+    Returns int64 arrays (units 2^-32): G_A (R, upper triangle), the Gram matrices of half
+    A's rows in each of the design's R regions (:func:`region_of`), b_A (p_rich, p) over
+    half A with the x columns, and G_B, b_B over half B with the y columns.  Memory
     O(CHUNK * p_rich).
     """
     pr = design.n_features()
     iu = np.triu_indices(pr)
     q = U.shape[1] - p
     m = t.shape[0]
+    R = design.n_regions
     kp = None if keep is None else np.asarray(keep, dtype=bool)
     if _fast(design, m):
         group = np.where(np.asarray(half, dtype=bool), 0, 1).astype(np.int64)
@@ -516,8 +710,9 @@ def partition_stats(t, U, half, design, p, keep=None):
             group[~kp] = 2
         return _stats_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, group, design,
                            left_out=kp is not None)
-    acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
-           np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
+    region = region_of(t, design.regions) if R > 1 else np.zeros(m, np.int64)
+    acc = [np.zeros((R, iu[0].size), np.int64), np.zeros((pr, p), np.int64),
+           np.zeros((R, iu[0].size), np.int64), np.zeros((pr, q), np.int64)]
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
@@ -525,9 +720,12 @@ def partition_stats(t, U, half, design, p, keep=None):
         u = _quantise_u(U[sl])
         h = np.asarray(half[sl], dtype=bool)
         k_ = np.ones_like(h) if kp is None else kp[sl]
+        reg = region[sl]
         for g, (rows, cols) in enumerate(((h & k_, slice(0, p)), (~h & k_, slice(p, p + q)))):
+            for r in range(R):
+                ph = phi[rows & (reg == r)]
+                acc[2 * g][r] += _exact_sum([(ph.T @ ph)[iu]])
             ph = phi[rows]
-            acc[2 * g] += _exact_sum([(ph.T @ ph)[iu]])
             acc[2 * g + 1] += _exact_sum([ph.T @ u[rows, cols]])
     return tuple(acc)
 
@@ -538,19 +736,27 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly, then
     quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B;
     with ``left_out``, 2 for rows left out, and the kernels send every row whose t lies
-    beyond the clip box there as well (a third group, discarded)."""
+    beyond the clip box there as well (a discarded group).  With R regions the kernels'
+    groups are half R + region (:func:`region_of`, from t), and 2 R the discarded one."""
     from ._basis_kernels import accumulate
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
     p = x.shape[1]
     q = y.shape[1]
-    ucols = ((0, p), (p, p + q)) + (((0, 0),) if left_out else ())
+    R = design.n_regions
+    if R > 1:
+        group = np.where(group < 2, group * R + region_of(t, design.regions), 2 * R)
+    ucols = ((0, p),) * R + ((p, p + q),) * R + (((0, 0),) if left_out else ())
     G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group,
                       n_groups=len(ucols), check_labels=False, u_columns=ucols,
-                      outside_group=2 if left_out else None)
+                      outside_group=2 * R if left_out else None)
     pr = design.n_features()
     iu = np.triu_indices(pr)
     ix = np.ix_(keep, keep)
-    return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
+    g_a = np.stack([G[r][ix][iu] for r in range(R)])
+    g_b = np.stack([G[R + r][ix][iu] for r in range(R)])
+    b_a = sum(B[r][keep][:, :p] for r in range(R))
+    b_b = sum(B[R + r][keep][:, p:] for r in range(R))
+    return (g_a, b_a, g_b, b_b)
 
 
 def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False,
@@ -558,18 +764,23 @@ def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_
     """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
     :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k); with ``left_out``, k for rows
     left out, and the kernels send every row beyond the clip box there as well (an extra
-    block, discarded)."""
+    block, discarded).  With R regions the kernels' labels are block R + region (from t)
+    and the output has k R rows of sums, then k R of squares."""
     from ._basis_kernels import residual_block_sums
     spec, keep = _kernel_spec(design.d, design.rich_intervals)
+    R = design.n_regions
+    if R > 1:
+        labels = np.where(labels < k, labels * R + region_of(t, design.regions), k * R)
+        k = k * R
     full_x = np.zeros((spec.n_features, x.shape[1]))
     full_y = np.zeros((spec.n_features, y.shape[1]))
     full_x[keep] = coef_x
     full_y[keep] = coef_y
-    sums = residual_block_sums(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y,
-                               labels, k + 1 if left_out else k, check_labels=False,
-                               outside_block=k if left_out else None,
-                               residual_scale=residual_scale)
-    return sums[:k] if left_out else sums
+    sums, squares = residual_block_sums(
+        t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, full_x, full_y, labels,
+        k + 1 if left_out else k, check_labels=False, outside_block=k if left_out else None,
+        residual_scale=residual_scale, squares=True)
+    return np.vstack([sums[:k], squares[:k]])
 
 
 def _to_float(a):
@@ -600,26 +811,53 @@ class FitRelease:
     mechanism: str
     rows: int = 0           # the public size of the half
     cross_mechanism: str = ""
+    # (p_rich, p_rich) public: how many independent Laplace draws of scale gram_scale each
+    # entry of ``gram`` carries (0: a structural zero, released exactly); None: one each
+    noise_map: object = None
+    # (R, p_rich, p_rich): the released Gram matrix of each region (``gram`` is their sum)
+    # and each one's noise map; None with one region
+    gram_regions: object = None
+    region_maps: object = None
 
 
 def _release_one(g_int, b_int, rows, design, rng):
+    """Release one half's Gram matrices, one per region (the possibly non-zero entries of
+    each upper triangle, :func:`_region_patterns`; the others are structural zeros, public
+    and exact), and its cross-products.  ``g_int``: (R, upper triangle) exact sums.
+
+    A row lies in one region, so replacing it moves the released entries of the R
+    matrices by at most s^2 + s in L1 (its old terms out of one, its new terms into one:
+    each at most (s^2 + s) / 2), the sensitivity of one Gram matrix."""
     pr = design.n_features()
     s = design.n_blocks
+    R = design.n_regions
     iu = np.triu_indices(pr)
+    pats = _region_patterns(design.d, design.intervals, design.interactions, design.regions) \
+        if R > 1 else _gram_pattern(design.d, design.intervals, design.interactions)[None]
+    tri = np.stack([pt[iu] for pt in pats])                 # (R, n_tri) bool
     cols = b_int.shape[1]
     m = max(int(rows), 1)
     eps_g, eps_b = design.eps_gram, design.eps_cross
-    sens_g = gram_sensitivity(s) + _conversion_slack(m, iu[0].size)
+    sens_g = gram_sensitivity(s) + _conversion_slack(m, int(tri.sum()))
     sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
-    Gn, info_g = laplace_mechanism(_to_float(g_int), sens_g, eps_g, rng, value_bound=float(m))
+    g_exact = np.asarray(g_int).reshape(R, -1)[tri]   # only the possibly non-zero entries
+    Gn, info_g = laplace_mechanism(_to_float(g_exact), sens_g, eps_g, rng,
+                                   value_bound=float(m))
     bn, info_b = laplace_mechanism(_to_float(b_int), sens_b, eps_b, rng, value_bound=float(m))
-    gram = np.zeros((pr, pr))
-    gram[iu] = Gn
-    gram = gram + np.triu(gram, 1).T
-    return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
-                      gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
-                      cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
-                      mechanism=info_g.mechanism, rows=m, cross_mechanism=info_b.mechanism)
+    upper = np.zeros(tri.shape)
+    upper[tri] = Gn
+    grams = np.zeros((R, pr, pr))
+    for r in range(R):
+        grams[r][iu] = upper[r]
+        grams[r] = grams[r] + np.triu(grams[r], 1).T
+    maps = pats.astype(np.float64)
+    return FitRelease(gram=grams.sum(axis=0), cross=bn, gram_scale=info_g.scale,
+                      cross_scale=info_b.scale, gram_sensitivity=sens_g,
+                      cross_sensitivity=sens_b, gram_epsilon=eps_g, cross_epsilon=eps_b,
+                      hardened=info_g.hardened and info_b.hardened,
+                      mechanism=info_g.mechanism, rows=m, cross_mechanism=info_b.mechanism,
+                      noise_map=maps.sum(axis=0), gram_regions=grams if R > 1 else None,
+                      region_maps=maps if R > 1 else None)
 
 
 def release_fits(stats, rows, design, rng):
@@ -635,8 +873,19 @@ def release_fits(stats, rows, design, rng):
     return rel_x, rel_y
 
 
+def _noise_rows(rel):
+    """The largest row sum of the release's noise map (p_rich without one: every entry)."""
+    nm = getattr(rel, "noise_map", None)
+    if nm is None:
+        return float(rel.gram.shape[0])
+    return float(np.max(np.sum(nm, axis=1)))
+
+
 def _lam(design, rel):
-    return rel.gram_scale * math.sqrt(design.n_features())
+    """The ridge / eigenvalue floor: the Gram noise's scale times sqrt of the largest number
+    of noisy entries in a row (the noise matrix's spectral edge is of that order; with every
+    entry noisy, sqrt(p_rich))."""
+    return rel.gram_scale * math.sqrt(_noise_rows(rel))
 
 
 def fit_coefficients(rel, design):
@@ -644,16 +893,66 @@ def fit_coefficients(rel, design):
     return _test_operator(rel, design) @ rel.cross
 
 
-def residual_scales(coef, design):
-    """Public residual scales s = 1 / c per column of ``coef`` (p_rich, cols): c =
-    max(1 + p_max, 1 - p_min) in [1, 2], where [p_min, p_max] holds every prediction
-    clip(phi^T coef, -1, 1) of the basis (post-processing of the released fit).
+def _block_starts(design):
+    """The first rich feature of every block (additive columns, then the interaction
+    blocks), and the end."""
+    per = _n_per(design.rich_intervals)
+    starts = [0] + [per + j * (per - 1) for j in range(design.d)]
+    if design.interactions:
+        starts += [starts[-1] + 2 ** design.d, starts[-1] + 2 * 2 ** design.d]
+    return starts
 
-    An additive block's features are >= 0 and sum to at most 1, so its part of phi^T coef
-    lies in [min(0, min of its coefficients), max(0, max of its coefficients)]; the
-    bounds add over the blocks.  So u - prediction, u in [-1, 1], lies in [-c, c] and
-    (u - prediction) / c in [-1, 1]: the residuals need no clip (which biased them where
-    it bound).  Designs with interaction blocks, and non-finite coefficients, take c = 2.
+
+def region_residual_scales(coef, design):
+    """Public residual scales s_r = 1 / c_r of every region r and column of ``coef``
+    (p_rich, cols): (R, cols), with c_r = max(1 + p_max, 1 - p_min) in [1, 2] and
+    [p_min, p_max] holding every prediction clip(phi^T coef, -1, 1) at any t of region r
+    (post-processing of the released fit).
+
+    Every block's features are >= 0 and sum to at most 1, so its part of phi^T coef at t
+    lies in [min(0, min of its coefficients active at t), max(0, max of them)]; the
+    features possibly active in region r are public (:func:`_region_active`) and the bounds
+    add over the blocks.  So u - prediction, u in [-1, 1], lies in [-c_r, c_r] for every row
+    of region r, and (u - prediction) / c_r in [-1, 1]: the residuals need no clip (which
+    biased them where it bound).  Non-finite coefficients give c = 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci._spline import choose_design, region_residual_scales
+    >>> des = choose_design(10_000, 1, 1, 1, 2.0)
+    >>> p = des.n_features()
+    >>> region_residual_scales(np.full((p, 1), 0.25), des)[:, 0]   # c = 1.25 everywhere
+    array([0.8, 0.8, 0.8])
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    cols = coef.shape[1]
+    R = design.n_regions
+    if not np.all(np.isfinite(coef)):
+        return np.full((R, cols), 0.5)
+    act = _region_active(design.d, design.intervals, design.interactions, design.regions) \
+        if R > 1 else np.ones((1, coef.shape[0]), dtype=bool)
+    starts = _block_starts(design)
+    out = np.empty((R, cols))
+    for r in range(R):
+        hi = np.zeros(cols)
+        lo = np.zeros(cols)
+        for a, b in zip(starts[:-1], starts[1:]):
+            sel = act[r, a:b]
+            if not np.any(sel):
+                continue
+            blk = coef[a:b][sel]
+            hi += np.maximum(blk.max(axis=0), 0.0)
+            lo += np.minimum(blk.min(axis=0), 0.0)
+        c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
+        out[r] = 1.0 / c
+    return out
+
+
+def residual_scales(coef, design):
+    """Public residual scales s = 1 / c per column of ``coef`` (p_rich, cols), one for every
+    t: the smallest of the regions' (:func:`region_residual_scales`), so that
+    (u - prediction) s lies in [-1, 1] for every row (post-processing of the released fit).
 
     Examples
     --------
@@ -664,46 +963,41 @@ def residual_scales(coef, design):
     >>> residual_scales(np.full((p, 1), 0.25), des)    # predictions in [0, 0.25]: c = 1.25
     array([0.8])
     """
-    coef = np.asarray(coef, dtype=np.float64)
-    cols = coef.shape[1]
-    if design.interactions or not np.all(np.isfinite(coef)):
-        return np.full(cols, 0.5)
-    per = _n_per(design.rich_intervals)
-    starts = [0] + [per + j * (per - 1) for j in range(design.d)]
-    hi = np.zeros(cols)
-    lo = np.zeros(cols)
-    for a, b in zip(starts[:-1], starts[1:]):
-        blk = coef[a:b]
-        hi += np.maximum(blk.max(axis=0), 0.0)
-        lo += np.minimum(blk.min(axis=0), 0.0)
-    c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
-    return 1.0 / c
+    return np.min(region_residual_scales(coef, design), axis=0)
 
 
 def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
                          residual_scale=None):
-    """Pass 2 over rows: exact block sums of the residual products (int64, 2^-32).
+    """Pass 2 over rows: exact sums of the residual products and of their squares per block
+    and region (int64, 2^-32), stacked: (2 k R, p q), the k R sums (row b R + r: block b,
+    region r of :func:`region_of`) then the k R sums of squares.
 
     Residuals clip((u - clip(prediction, -1, 1)) s, -1, 1) with ``residual_scale`` s (p +
     q,) (None: 1; PrivGCM passes :func:`residual_scales`, under which the clip never
-    binds).  Column order: x index fastest (a + p * b).  Each product lies in [-1, 1].
-    ``keep`` as in :func:`partition_stats`: a left-out row's product is not added.
+    binds).  Column order: x index fastest (a + p * b).  Each product lies in [-1, 1], each
+    square in [0, 1].  ``keep`` as in :func:`partition_stats`: a left-out row's product is
+    not added.
     """
     q = U.shape[1] - p
     m = t.shape[0]
+    R = design.n_regions
     rs = np.ones(U.shape[1]) if residual_scale is None else np.asarray(residual_scale, float)
     kp = None if keep is None else np.asarray(keep, dtype=bool)
+    lab = np.asarray(labels)
+    if lab.shape != (m,) or lab.dtype.kind not in "iu" or (
+            m and (lab.min() < 0 or lab.max() >= k)):
+        raise ValueError(f"`labels` must be {m} integers in [0, {k})")
+    lab = lab.astype(np.int64, copy=True)
     if _fast(design, m):
-        lab = np.asarray(labels)
-        if lab.shape != (m,) or lab.dtype.kind not in "iu" or (
-                m and (lab.min() < 0 or lab.max() >= k)):
-            raise ValueError(f"`labels` must be {m} integers in [0, {k})")
-        lab = lab.astype(np.int64, copy=kp is not None)
         if kp is not None:
             lab[~kp] = k
         return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, lab, design, coef_x,
                           coef_y, k, left_out=kp is not None, residual_scale=rs)
-    out = np.zeros((k, p * q), np.int64)
+    if R > 1:
+        lab = lab * R + region_of(t, design.regions)
+    labels = lab
+    k = k * R
+    out = np.zeros((2 * k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
@@ -715,26 +1009,97 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
                      -1.0, 1.0)
         prod = (rx[:, :, None] * ry[:, None, :]).transpose(0, 2, 1).reshape(len(rx), p * q)
         scale = float(1 << (2 * SCALE_BITS))
-        qp = np.trunc(np.clip(prod, -1.0, 1.0) * scale).astype(np.int64)
+        prod = np.clip(prod, -1.0, 1.0)
+        qp = np.trunc(prod * scale).astype(np.int64)
+        qs = np.trunc(prod * prod * scale).astype(np.int64)
         if kp is not None:
             qp[~kp[sl]] = 0
+            qs[~kp[sl]] = 0
         lab = np.asarray(labels[sl], dtype=np.int64)
         for c in range(p * q):
             # each |value| <= 2^32 and a chunk has <= 2^16 rows: float sums are exact
-            out[:, c] += np.bincount(lab, weights=qp[:, c].astype(np.float64),
-                                     minlength=k).astype(np.int64)
+            out[:k, c] += np.bincount(lab, weights=qp[:, c].astype(np.float64),
+                                      minlength=k).astype(np.int64)
+            out[k:, c] += np.bincount(lab, weights=qs[:, c].astype(np.float64),
+                                      minlength=k).astype(np.int64)
     return out
 
 
-def release_block_sums(sums_int, n, design, p, q, rng):
-    """Laplace noise on the k block sums (L1 sensitivity 2 per pair, plus conversion slack)."""
+@dataclass(frozen=True)
+class SumsRelease:
+    """The test's released sums: ``sums`` (k, p q) noisy block sums of the residual
+    products and, for k = 1, ``squares`` (p q,) the noisy sum of their squares (else None),
+    with the squares' public noise scale, sensitivity, epsilon and mechanism."""
+
+    sums: np.ndarray
+    sums_scale: float = 0.0
+    squares: object = None
+    squares_scale: float = 0.0
+    squares_sensitivity: float = 0.0
+    squares_epsilon: float = 0.0
+    squares_mechanism: str = ""
+    squares_hardened: bool = True
+
+
+def _combination_slack(rows, entries, regions):
+    """L1 slack of the regions' weighted combination in float64 (0 with one region): each
+    combined entry is within regions 2^-52 rows of its exact value (every row adds at most 1
+    to it), on both neighbours."""
+    if regions <= 1:
+        return 0.0
+    return float(entries) * 2.0 * regions * rows * 2.0 ** -52
+
+
+def region_weights(region_scales, p, q):
+    """The regions' weights (R, p q) of the products computed with the global residual
+    scales (the smallest over the regions): w_r = (s_r,x s_r,y) / (s_x s_y) >= 1, column
+    a + p b (x index fastest)."""
+    rs = np.asarray(region_scales, dtype=np.float64).reshape(-1, p + q)
+    g = np.min(rs, axis=0)
+    rel = rs / g[None, :]
+    return np.stack([np.outer(rel[r, :p], rel[r, p:]).T.ravel() for r in range(rs.shape[0])])
+
+
+def combine_regions(sums_int, k, R, weights):
+    """The weighted block sums of (2 k R, p q) exact per-region sums: (k, p q) sums
+    sum_r w_r S_(b, r) and (k, p q) squares sum_r w_r^2 Q_(b, r), float64 (``weights``
+    (R, p q), None: 1)."""
+    a = _to_float(np.asarray(sums_int))
+    pq = a.shape[1]
+    S_ = a[:k * R].reshape(k, R, pq)
+    Q_ = a[k * R:].reshape(k, R, pq)
+    if weights is None:
+        return S_.sum(axis=1), Q_.sum(axis=1)
+    w = np.asarray(weights, dtype=np.float64).reshape(R, pq)
+    return (S_ * w[None]).sum(axis=1), (Q_ * (w * w)[None]).sum(axis=1)
+
+
+def release_block_sums(sums_int, n, design, p, q, rng, weights=None):
+    """Laplace noise on the k block sums (L1 sensitivity 2 per pair, plus conversion
+    slack), epsilon ``design.eps_sums``; for k = 1 then on the sum of squared products (L1
+    sensitivity 1 per pair, epsilon ``design.eps_squares``).  ``sums_int`` (2 k R, p q)
+    from :func:`partition_block_sums`; with R regions each region's sums are weighted by
+    ``weights`` (R, p q) first (:func:`combine_regions`): PrivGCM's w_r = c / c_r >= 1 turns
+    products scaled by the global residual scales into products scaled by the region's,
+    each still in [-1, 1] (and each square in [0, 1]).  Returns (:class:`SumsRelease`, the
+    sums' NoiseInfo, their sensitivity)."""
     from ._private import block_counts
-    counts = block_counts(n, design.k)
+    k = design.k
+    R = design.n_regions
+    sums, squares = combine_regions(sums_int, k, R, weights)
+    counts = block_counts(n, k)
     rows = int(counts.max())
-    sens = 2.0 * p * q + _conversion_slack(rows, design.k * p * q)
-    released, info = laplace_mechanism(_to_float(sums_int), sens, design.eps_test, rng,
+    sens = 2.0 * p * q + _conversion_slack(rows, k * p * q) + \
+        _combination_slack(rows, k * p * q, R)
+    released, info = laplace_mechanism(sums, sens, design.eps_sums, rng,
                                        value_bound=float(rows))
-    return released, info, sens
+    if k > 1 or not design.sq_share:
+        return SumsRelease(released, info.scale), info, sens
+    sens_q = 1.0 * p * q + _conversion_slack(rows, p * q) + _combination_slack(rows, p * q, R)
+    sq, info_q = laplace_mechanism(squares[0], sens_q, design.eps_squares, rng,
+                                   value_bound=float(rows))
+    return (SumsRelease(released, info.scale, sq, info_q.scale, sens_q, design.eps_squares,
+                        info_q.mechanism, info_q.hardened), info, sens)
 
 
 # --------------------------------------------------------------------------- the test
@@ -746,6 +1111,12 @@ class SplineTest:
     name: str
     allowance_share: float       # largest B^2 / (k var + V + B^2) over the pairs
     certified: bool
+    # the reported pair's variance parts, in units of the products (post-processing of
+    # released values): sampling (the block spread, or Q + SQ_UCB b_Q), noise (the sums' own
+    # Laplace noise: 2 b^2 for k = 1, included in the block spread for k >= 2), shift (V),
+    # allowance (B^2); and the residual scales 1 / c of the x and y columns
+    variance_parts: dict = field(default_factory=dict)
+    residual_scales: tuple = ()
 
 
 @lru_cache(maxsize=64)
@@ -778,10 +1149,17 @@ def _floored_inverse(M, floor):
 
 def _noise_cov(rel, beta_col):
     """Delta-method covariance of (b-noise - G-noise beta) for one column (p_rich square):
-    alpha I + s beta beta^T with s = 2 gram_scale^2, alpha = 2 cross_scale^2 + s |beta|^2."""
+    2 cross_scale^2 I + s (diag(M beta^2) + M o beta beta^T), s = 2 gram_scale^2 and M the
+    release's noise map (every entry noisy: alpha I + s beta beta^T with
+    alpha = 2 cross_scale^2 + s |beta|^2)."""
     pr = rel.gram.shape[0]
-    alpha, s = _noise_cov_parts(rel, beta_col[:, None])
-    return float(alpha[0]) * np.eye(pr) + s * np.outer(beta_col, beta_col)
+    nm = getattr(rel, "noise_map", None)
+    if nm is None:
+        alpha, s = _noise_cov_parts(rel, beta_col[:, None])
+        return float(alpha[0]) * np.eye(pr) + s * np.outer(beta_col, beta_col)
+    s = 2.0 * rel.gram_scale ** 2
+    return (np.diag(2.0 * rel.cross_scale ** 2 + s * (nm @ (beta_col * beta_col)))
+            + s * nm * np.outer(beta_col, beta_col))
 
 
 def _noise_cov_parts(rel, beta):
@@ -800,6 +1178,18 @@ def _pair_traces(Gp, Lx, Ly, bx, by, rel_x, rel_y):
     + s_x s_y (beta_b^T A beta_a)^2: two products of p_rich-square matrices for all pairs,
     where the trace itself takes four per column (the same value up to rounding).
     """
+    if getattr(rel_x, "noise_map", None) is not None or \
+            getattr(rel_y, "noise_map", None) is not None:
+        # a general noise map: the covariance matrices formed, the trace tr(A C_a A^T C_b)
+        A = Ly.T @ (Gp @ Lx)
+        cxs = [_noise_cov(rel_x, bx[:, a]) for a in range(bx.shape[1])]
+        cys = [_noise_cov(rel_y, by[:, b]) for b in range(by.shape[1])]
+        out = np.empty((bx.shape[1], by.shape[1]))
+        for a, ca in enumerate(cxs):
+            M = A @ ca @ A.T
+            for b, cb in enumerate(cys):
+                out[a, b] = float(np.sum(M * cb))
+        return out
     ax, sx = _noise_cov_parts(rel_x, bx)
     ay, sy = _noise_cov_parts(rel_y, by)
     A = Ly.T @ (Gp @ Lx)
@@ -843,19 +1233,41 @@ def _fit_operators(rel, design):
                                                                                       rel))
 
 
-def _shift_and_allowance(rel_x, rel_y, design):
+def _weighted_gram(rel_x, rel_y, weights):
+    """The quadratic forms' Gram matrix: sum_r w_r (G_A,r + G_B,r) over the regions (the
+    released Gram matrices without regions; ``weights`` (R,) None: 1), its eigenvalues
+    lowered by GP_SHRINK times the noise edges of the two weighted halves (each the
+    Laplace scale times sqrt of the largest row sum of w_r^2 times the regions' noise
+    maps), floored at 0."""
+    edges = 0.0
+    if weights is None or rel_x.gram_regions is None:
+        w_all = 1.0 if weights is None else float(np.asarray(weights).reshape(-1)[0])
+        gfull = w_all * (rel_x.gram + rel_y.gram)
+        for rel in (rel_x, rel_y):
+            edges += w_all * rel.gram_scale * math.sqrt(_noise_rows(rel))
+    else:
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        gfull = np.tensordot(w, rel_x.gram_regions + rel_y.gram_regions, axes=1)
+        for rel in (rel_x, rel_y):
+            nm = np.tensordot(w * w, rel.region_maps, axes=1)
+            edges += rel.gram_scale * math.sqrt(float(np.max(np.sum(nm, axis=1))))
+    ev, Vv = np.linalg.eigh(gfull)
+    return (Vv * np.maximum(ev - GP_SHRINK * edges, 0.0)) @ Vv.T
+
+
+def _shift_and_allowance(rel_x, rel_y, design, weights=None):
     """Second moment V of the fits' common shift e_x^T G e_y and the allowance B^2, per pair.
 
     Post-processing of released values and public noise scales.  V: delta-method
     tr(G C_x G C_y).  B: |(rich_x - test_x)^T G (rich_y - test_y)|, the nested fits'
     estimate of the covariance of the test fits' errors, with its own noise second moment
     removed, plus the same for the coarse canonical directions, plus ``UCB_Z`` noise
-    standard deviations.  Returns (V, B^2, estimate^2), arrays of shape (p_cols, q_cols).
+    standard deviations.  G is the regions' Gram matrices weighted by ``weights`` (R,) (the
+    products' weights w_r = s_r,x s_r,y; None: 1, one region: a single weight), so that
+    the terms are in the products' own units (:func:`_weighted_gram`).  Returns (V, B^2,
+    estimate^2), arrays of shape (p_cols, q_cols).
     """
-    gfull = rel_x.gram + rel_y.gram
-    lamsum = _lam(design, rel_x) + _lam(design, rel_y)
-    w, Vv = np.linalg.eigh(gfull)
-    Gp = (Vv * np.maximum(w - GP_SHRINK * lamsum, 0.0)) @ Vv.T
+    Gp = _weighted_gram(rel_x, rel_y, weights)
     Hx, Rx = _fit_operators(rel_x, design)
     Hy, Ry = _fit_operators(rel_y, design)
     bx, by = Hx @ rel_x.cross, Hy @ rel_y.cross
@@ -898,25 +1310,53 @@ def _debiased(Dx, Dy, Kx, Ky, bx, by, rel_x, rel_y, Gp):
 def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
     """Statistic, p-value and fit check from released values only (post-processing).
 
-    Per pair: t = S / sqrt(k var(sums) + V + B^2) on k - 1 degrees of freedom; several
-    pairs: the largest |t| (or t) with a Bonferroni p-value.
+    ``released``: a :class:`SumsRelease` (or the (k, p q) noisy block sums).  Per pair, k
+    >= 2: t = S / sqrt(k var(sums) + V + B^2) on k - 1 degrees of freedom.  k = 1: S is one
+    noisy sum, its sampling variance is bounded by Q + ``SQ_UCB`` b_Q (Q the noisy sum of
+    squared products, b_Q its public noise scale), and the p-value is that of S under
+    N(0, Q + SQ_UCB b_Q + V + B^2) plus the sum's own Laplace noise, exactly (the
+    convolution, :func:`privci._stats.normal_laplace_pvalue`); the statistic reported is
+    S / sqrt(that variance + 2 b_S^2).  Several pairs: the largest |statistic| (or
+    statistic) with a Bonferroni p-value.
     """
     from ._private import _t_sf
-    shift2, allow2, est2 = _shift_and_allowance(rel_x, rel_y, design)
-    # the fits' terms are second moments of sums of (u - pred_x)(v - pred_y); a product is
-    # that times s_x s_y (the residual scales), its second moments times (s_x s_y)^2
+    from ._stats import normal_laplace_pvalue
+    if not isinstance(released, SumsRelease):
+        released = SumsRelease(np.asarray(released))
+    squares, b_s, b_q = released.squares, released.sums_scale, released.squares_scale
+    released = released.sums
+    # the fits' terms are second moments of sums of w_r (u - pred_x)(v - pred_y) with the
+    # products' weights w_r = s_r,x s_r,y of each region (the residual scales): G weighted
+    px = rel_x.cross.shape[1]
+    py = rel_y.cross.shape[1]
     if residual_scale is None:
-        unit = np.ones(shift2.shape)
+        rs = np.ones((design.n_regions, px + py))
     else:
         rs = np.asarray(residual_scale, dtype=np.float64)
-        px = shift2.shape[0]
-        unit = np.outer(rs[:px], rs[px:]) ** 2
-    shift2 = (unit * shift2).T.ravel()   # x index fastest, as the products
-    allow2 = (unit * allow2).T.ravel()
-    est2 = (unit * est2).T.ravel()
+        rs = rs.reshape(-1, px + py)
+    shift2 = np.empty(px * py)
+    allow2 = np.empty(px * py)
+    est2 = np.empty(px * py)
+    cache = {}
+    for b_ in range(py):
+        for a_ in range(px):
+            w = rs[:, a_] * rs[:, px + b_]
+            key = w.tobytes()
+            if key not in cache:
+                cache[key] = _shift_and_allowance(rel_x, rel_y, design, w)
+            sh, al, es = cache[key]
+            j_ = a_ + px * b_                # x index fastest, as the products
+            shift2[j_], allow2[j_], est2[j_] = sh[a_, b_], al[a_, b_], es[a_, b_]
     k, c = released.shape
     S = released.sum(axis=0)
-    block_var = k * np.var(released, axis=0, ddof=1)
+    sq = squares is not None
+    if sq:
+        qhat = np.maximum(np.asarray(squares, dtype=np.float64), 0.0) + SQ_UCB * b_q
+        samp_var = qhat
+        block_var = qhat + 2.0 * b_s * b_s         # sampling and the sum's own noise
+    else:
+        block_var = k * np.var(released, axis=0, ddof=1)
+        samp_var = block_var
     var = block_var + np.maximum(shift2, 0.0) + allow2
     share = float(np.max(np.where(var > 0, allow2 / np.where(var > 0, var, 1.0), 0.0)))
     # certified: the nested fits' (debiased) estimate of the bias is small against the
@@ -927,8 +1367,15 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
     certified = evidence <= CERTIFY_SHARE
     stats_ = np.where(var > 0, S / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
     if not np.all(np.isfinite(stats_)):
-        return SplineTest(math.nan, math.nan, "t", share, certified)
-    if mode == 0:
+        return SplineTest(math.nan, math.nan, "z" if sq else "t", share, certified, {}, ())
+    if sq:
+        # the variance without the sum's own Laplace noise, which the convolution adds
+        nvar = samp_var + np.maximum(shift2, 0.0) + allow2
+        ps = [normal_laplace_pvalue(float(S[j]), math.sqrt(float(nvar[j])), b_s, mode)
+              for j in range(c)]
+        j = (int(np.argmax(np.abs(stats_))) if mode == 0 else
+             int(np.argmax(stats_)) if mode == 1 else int(np.argmin(stats_)))
+    elif mode == 0:
         ps = [min(1.0, 2.0 * _t_sf(abs(t), k - 1)) for t in stats_]
         j = int(np.argmax(np.abs(stats_)))
     elif mode == 1:
@@ -948,8 +1395,14 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
         # directions at this (n, d, epsilon); its bias could masquerade as dependence
         pval = 1.0
         certified = False
-    return SplineTest(float(stats_[j]), float(pval), "t" if c == 1 else "max t (Bonferroni)",
-                      share, certified)
+    name = "z" if sq else "t"
+    parts = {"sampling": float(samp_var[j]), "noise": 2.0 * b_s * b_s if sq else 0.0,
+             "shift": float(max(shift2[j], 0.0)), "allowance": float(allow2[j]),
+             "estimate": float(est2[j])}
+    rs_t = tuple(float(v) for v in np.min(rs, axis=0))
+    return SplineTest(float(stats_[j]), float(pval), name if c == 1 else
+                      f"max {name} (Bonferroni)", share, certified, parts, rs_t)
+
 
 
 def fit_check(test, design):
@@ -958,10 +1411,13 @@ def fit_check(test, design):
             "columns": int(design.d), "assume_additive": bool(design.assume_additive),
             "allowance_share": float(test.allowance_share), "intervals": design.intervals,
             "rich_intervals": design.rich_intervals, "interactions": design.interactions,
-            "fit_share": design.eps_fit / (design.eps_fit + design.eps_test)}
+            "fit_share": design.eps_fit / (design.eps_fit + design.eps_test),
+            "n_blocks": int(design.k), "squares_share": float(design.sq_share),
+            "variance_parts": dict(test.variance_parts),
+            "residual_scales": tuple(test.residual_scales)}
 
 
-def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity):
+def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity, sums=None):
     """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
     inter = (", with multilinear interaction blocks on [-3, 3]^d and, in the rich fit, "
              "[-2, 2]^d" if design.interactions else "")
@@ -975,8 +1431,14 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
            f"{rel_x.cross_sensitivity:g} for x, {rel_y.cross_sensitivity:g} for y, epsilon "
            f"{rel_x.cross_epsilon:g}); "
            f"epsilon {design.eps_fit:g} in all by parallel composition over the halves)")
+    if isinstance(sums, SumsRelease) and sums.squares is not None:
+        return (f"{fit}; {noise_mechanism} on the sum of the residual products (each in "
+                f"[-1, 1]; L1 sensitivity {sums_sensitivity:g}, epsilon {design.eps_sums:g}) "
+                f"and {sums.squares_mechanism} on the sum of their squares (each in [0, 1]; "
+                f"L1 sensitivity {sums.squares_sensitivity:g}, epsilon "
+                f"{sums.squares_epsilon:g})")
     return (f"{fit}; {noise_mechanism} on {design.k} block sums of the residual products "
-            f"clipped to [-1, 1] (L1 sensitivity {sums_sensitivity:g}, epsilon "
+            f"(each in [-1, 1]; L1 sensitivity {sums_sensitivity:g}, epsilon "
             f"{design.eps_test:g})")
 
 
@@ -1002,7 +1464,7 @@ ADDITIVE_CAVEAT = ("the released regression: cubic splines on (z - z_center) / z
                    "documentation, not proved.")
 
 
-def spline_releases(rel_x, rel_y, design, info, sums_sensitivity):
+def spline_releases(rel_x, rel_y, design, info, sums_sensitivity, sums=None):
     """The privacy record's releases of the spline path (in memory and on Dask).
 
     The x fit reads half A of the rows and the y fit half B (parallel composition:
@@ -1015,6 +1477,13 @@ def spline_releases(rel_x, rel_y, design, info, sums_sensitivity):
                            rel.gram_sensitivity, rel.gram_scale, rel.mechanism, half))
         out.append(Release(f"fit of {what}: cross-products", rel.cross_epsilon,
                            rel.cross_sensitivity, rel.cross_scale, rel.cross_mechanism, half))
+    if isinstance(sums, SumsRelease) and sums.squares is not None:
+        out.append(Release("sum of residual products", design.eps_sums, sums_sensitivity,
+                           info.scale, info.mechanism))
+        out.append(Release("sum of squared residual products", sums.squares_epsilon,
+                           sums.squares_sensitivity, sums.squares_scale,
+                           sums.squares_mechanism))
+        return tuple(out)
     out.append(Release(f"{design.k} block sums", design.eps_test, sums_sensitivity, info.scale,
                        info.mechanism))
     return tuple(out)
