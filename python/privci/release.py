@@ -1254,12 +1254,13 @@ LINEAR_CHUNK = 256           # queries per vectorised batch
 LINEAR_FLOOR = 2.0           # eigenvalue floor: this x the noise's expected operator norm
 LINEAR_HETERO = 2.5          # the sampling variance's public heteroscedasticity allowance
 # the linear rung's resolution: columns clipped at a fraction of their public bounds.  The
-# choices (4, 3, 2.5, 2 and 1.5 sd at 4-sd bounds) and the largest partial-correlation
-# bias that clipping adds on the reference designs (chains x_i <- z -> x_j of standard
-# normal columns with noise sd 0.2-1 on each arm, clipped at the width; 8e7 rows, two
-# seeds, the larger taken; docs page "Release once, test many")
-CLIP_CHOICES = (1.0, 0.75, 0.625, 0.5, 0.375)
-CLIP_BIAS = {1.0: 0.0002, 0.75: 0.0005, 0.625: 0.0013, 0.5: 0.004, 0.375: 0.011}
+# choices (4, 3, 2.5, 2, 1.5, 1.25 and 1 sd at 4-sd bounds) and the largest
+# partial-correlation bias that clipping adds on the reference designs (chains
+# x_i <- z -> x_j of standard normal columns with noise sd 0.2-1 on each arm, clipped at
+# the width; 8e7 rows, two seeds, the larger taken; docs page "Release once, test many")
+CLIP_CHOICES = (1.0, 0.75, 0.625, 0.5, 0.375, 0.3125, 0.25)
+CLIP_BIAS = {1.0: 0.0002, 0.75: 0.0005, 0.625: 0.0013, 0.5: 0.004, 0.375: 0.011,
+             0.3125: 0.018, 0.25: 0.028}
 CLIP_BIAS_SHARE = 0.25       # the rule: the reference bias at most this x the test's sd
 SD_WIDE = 0.05               # a released sd(u) below this: the bounds are wide (>= 20 sd)
 SD_TIGHT = 0.5               # a released sd(u) above this: the bounds are tight (<= 2 sd)
@@ -1626,8 +1627,9 @@ def _check_clip(clip):
 def linear_clip(n, epsilon, n_vars):
     """The public rule for the linear rung's clipping (``clip="auto"``).
 
-    Among ``CLIP_CHOICES`` (the columns clipped at 1, 3/4, 5/8, 1/2 or 3/8 of their
-    bounds: 4, 3, 2.5, 2 or 1.5 sd at 4-sd bounds) it takes the tightest whose reference
+    Among ``CLIP_CHOICES`` (the columns clipped at 1, 3/4, 5/8, 1/2, 3/8, 5/16 or 1/4 of
+    their bounds: 4, 3, 2.5, 2, 1.5, 1.25 or 1 sd at 4-sd bounds) it takes the tightest
+    whose reference
     bias (``CLIP_BIAS``: the partial correlation that the clip alone adds on chains of
     standard-normal columns) is at most ``CLIP_BIAS_SHARE`` = 1/4 of the standard
     deviation of the release's test at |S| = 1 on the reference table (independent
@@ -1640,7 +1642,7 @@ def linear_clip(n, epsilon, n_vars):
     Examples
     --------
     >>> linear_clip(1_000, 2.0, 8), linear_clip(10_000, 2.0, 8), linear_clip(100_000, 100.0, 5)
-    (0.375, 0.5, 0.75)
+    (0.3125, 0.5, 0.75)
     """
     return _linear_clip(V.check_int(n, "n", 2), V.positive_finite(epsilon, "epsilon"),
                         V.check_int(n_vars, "n_vars", 2))
@@ -1801,6 +1803,7 @@ DEFAULT_POWER_RULE = 0.45
 DEFAULT_MAX_TESTS = 5000     # the public cap on distinct tests computed by one PC run
 PLAN_MARGIN = 1.5            # plan_orders: skip orders planned above 1.5 x power_rule
 PLAN_DRAWS = 3
+ORIENT_MAX_ORDER = 3         # the majority rule asks separating sets of at most this size
 
 
 def _check_release_options(p, *, bounds, centers, blocks, knots, untrusted, responses,
@@ -1996,20 +1999,37 @@ def _pc_release(data, *, epsilon, bounds, centers=0.0, alpha=0.05, rng=None, max
     colliders = None
     if orientation == "majority":
         colliders = {}
-        for i, k, j in _unshielded_triples(adj):
+        triples = _unshielded_triples(adj)
+        top_orient = min(max(last_order, 0), ORIENT_MAX_ORDER)
+        keys_of = {}
+        for i, k, j in triples:
+            if (i, j) in keys_of:
+                continue
             sets = set()
             for a, b in ((i, j), (j, i)):
                 nb = sorted(set(np.flatnonzero(adj[a]).tolist()) - {b})
-                for size in range(0, min(len(nb), max(last_order, 0)) + 1):
+                for size in range(0, min(len(nb), top_orient) + 1):
                     sets.update(itertools.combinations(nb, size))
-            keys = [(i, j, tuple(sorted(s))) for s in sets]
-            if cap is not None and len(answers) + sum(k not in answers for k in keys) > cap:
-                keys = [k for k in keys if k in answers]      # within the cap: cached only
-            compute(keys)
-            seps = [k[2] for k in keys if answers[k] > alpha and may_remove(k)]
+            keys_of[(i, j)] = sorted((i, j, tuple(sorted(s))) for s in sets)
+        # one batch for every pair's sets, pair by pair within the cap (cached ones are free)
+        todo, queued = [], set()
+        room = None if cap is None else cap - len(answers)
+        for pair in sorted(keys_of):
+            new = [k for k in keys_of[pair] if k not in answers and k not in queued]
+            if room is not None and len(new) > room:
+                keys_of[pair] = [k for k in keys_of[pair] if k in answers or k in queued]
+                continue
+            todo.extend(new)
+            queued.update(new)
+            if room is not None:
+                room -= len(new)
+        compute(todo)
+        for i, k, j in triples:
+            keys = keys_of[(i, j)]
+            seps = [k_[2] for k_ in keys if answers[k_] > alpha and may_remove(k_)]
             if (i, j) in sepsets and sepsets[(i, j)] not in seps:
                 seps.append(sepsets[(i, j)])
-            share = sum(k in s for s in seps) / len(seps) if seps else 0.5
+            share = sum(k in s_ for s_ in seps) / len(seps) if seps else 0.5
             colliders[(i, k, j)] = True if share < 0.5 else (False if share > 0.5 else None)
     directed = _orient(adj, sepsets, colliders=colliders,
                        conflicts="undirected" if orientation == "majority" else "first")
