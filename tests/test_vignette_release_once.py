@@ -57,3 +57,39 @@ def test_level_study_reduced(script):
         rows = script.run_level(args)
     assert [(r[0], r[1]) for r in rows] == [("linear", 0), ("linear", 1)]
     assert all(0.0 <= r[4] <= 1.0 for r in rows)
+
+
+def test_level_study_of_the_linear_rung_reduced(script):
+    args = _args(script, ["level", "--statistics", "linear", "--clip", "0.5", "--reps", "3",
+                          "--n", "2000", "--eps", "5", "--kinds", "hetero", "--sizes", "2"])
+    assert args.statistics == "linear" and args.clip == 0.5
+    rows = script.run_level(args)
+    assert [(r[0], r[1]) for r in rows] == [("hetero", 2)] and 0.0 <= rows[0][4] <= 1.0
+
+
+def test_causal_compare_reduced(capsys):
+    """``vignettes/causal_compare.py`` (issue 36): every method on two small graphs, and the
+    baseline as written there (its noise at the stated L1 bound, Fisher-z PC)."""
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location(
+        "causal_compare", os.path.join(HERE, "..", "vignettes", "causal_compare.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.main(["--quick"])
+    assert [r["method"] for r in rows] == list(mod.METHODS)
+    for r in rows:
+        assert 0.0 <= r["f1"] <= 1.0 and r["time_mean"] >= 0.0
+    assert "privci" in capsys.readouterr().out
+    # the baseline's noise: scale p (p + 1) / epsilon on the upper triangle (tight: half)
+    X = np.zeros((400, 4))
+    draws = {}
+
+    class Spy:
+        def laplace(self, loc, scale, size):
+            draws["scale"] = scale
+            return np.zeros(size)
+    mod.baseline_pc(X + 0.1, 2.0, Spy())
+    assert draws["scale"] == 4 * 5 / 2.0
+    mod.baseline_pc(X + 0.1, 2.0, Spy(), tight=True)
+    assert draws["scale"] == 4 * 5 / 2.0 / 2

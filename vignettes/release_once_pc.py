@@ -21,6 +21,8 @@
 #
 #     python vignettes/release_once_pc.py --quick                 # smoke run, < 1 min
 #     python vignettes/release_once_pc.py level --reps 150 --tag quadratic
+#     python vignettes/release_once_pc.py level --statistics linear --reps 300 --n 10000 \
+#         --eps 1 2 5 100 --seed 361000 --tag linear_s361000_n1e4   # the linear rung (issue 36)
 #     python vignettes/release_once_pc.py stress --reps 200 --eps 1 5 --seed 23 --tag s23
 #     python vignettes/release_once_pc.py pc --p 5 8 --seed 4242 --graphs 40 --eps 5 \
 #         --methods nonprivate release --tag heldout4242_eps5      # the issue's F1 check
