@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _validation as V
 from ._epsilon import remaining
-from ._params import _check_assume_additive, _check_n_blocks, _check_regression
+from ._params import _check_assume, _check_n_blocks, _check_regression
 from ._private import (REGRESSION_CAVEAT, SEEDED_CAVEAT, block_counts, block_labels,
                        block_statistic, block_sums, guarantee_text, new_entropy)
 from ._plan import ReleasePlan
@@ -78,6 +78,7 @@ class GCMParams:
     n_blocks: object
     budget: object
     krr: dict = field(default_factory=dict)
+    model: str = "full"       # the released regression: "full", "additive" or "linear"
 
     @property
     def spline(self):
@@ -123,7 +124,7 @@ def _top_split(eps, eps_b, eps_c):
 def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_sigma,
                alternative, rng, n_sim, cv_lambdas, kernel_approximation, n_features,
                feature_rng, x_center, y_center, center_epsilon, n_blocks, sensitivity, budget,
-               bounds_epsilon, z_scale, regression, z_center, assume_additive):
+               bounds_epsilon, z_scale, regression, z_center, assume_additive, assume=None):
     """Validate privgcm's options (no data read); returns :class:`GCMParams`."""
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -170,7 +171,7 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
         "ridge_lambda": ridge_lambda, "kernel_sigma": kernel_sigma, "cv_lambdas": cv_lambdas,
         "kernel_approximation": kernel_approximation, "n_features": n_features,
         "feature_rng": feature_rng, "sensitivity": sensitivity})
-    _check_assume_additive(assume_additive, reg == "spline" and conditional)
+    model = _check_assume(assume, assume_additive, reg == "spline" and conditional)
     if z_scale is not None and not conditional:
         raise ValueError("`z_scale` needs z; got z = None.")
     if not conditional and not (isinstance(z_center, (int, float))
@@ -180,8 +181,8 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
                      rng=user_rng, x_bound=x_bound, y_bound=y_bound, x_center=x_center,
                      y_center=y_center, auto=auto, z_center=z_center, z_scale=z_scale,
                      bounds_epsilon=eps_b, center_epsilon=eps_c, regression=reg,
-                     conditional=conditional, assume_additive=bool(assume_additive),
-                     n_blocks=n_blocks, budget=budget, krr=krr)
+                     conditional=conditional, assume_additive=model == "additive",
+                     n_blocks=n_blocks, budget=budget, krr=krr, model=model)
 
 
 # --------------------------------------------------------------------------- 2. release plan
@@ -196,7 +197,13 @@ def gcm_plan(par, n, d, p, q):
     if par.spline:
         from ._spline import choose_design
         design = choose_design(n, d, p, q, eps_test, None if par.auto_k else k,
-                               assume_additive=par.assume_additive)
+                               model=par.model)
+        if not design.certified:
+            # the answer would be p = 1 from public facts alone (n, d, epsilon, the model):
+            # refuse before the budget is charged or anything is computed
+            from ._spline import UnresolvableDesignError, unresolvable_message
+            raise UnresolvableDesignError(unresolvable_message(n, d, p, q, par.epsilon,
+                                                               eps_test, par.model))
         k = design.k
     shares = {}
     notes = []   # public numbers only: which releases have too small an n x epsilon
@@ -461,18 +468,14 @@ def spline_mechanism(source, plan, inp, scaling, means, xc, yc, centre, rng, mod
         coef_x = S.fit_coefficients(rel_x, design)
         coef_y = S.fit_coefficients(rel_y, design)
     # pass 2: residuals with the released coefficients, partial block sums, their noise
-    # the residuals' public scales (from the released coefficients), one per region: the
-    # kernels scale by the smallest (no clip binds), the release weights each region's sums
-    region_scale = np.hstack([S.region_residual_scales(coef_x, design),
-                              S.region_residual_scales(coef_y, design)])
-    res_scale = np.min(region_scale, axis=0)
+    # the residuals' public scales (from the released coefficients): no clip binds
+    res_scale = np.r_[S.residual_scales(coef_x, design), S.residual_scales(coef_y, design)]
     spec = dict(spec, coef_x=coef_x, coef_y=coef_y, res_scale=res_scale,
                 entropy=new_entropy(rng))
     released, info, sens = source.map_reduce_release(
-        spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q,
-                                    weights=S.region_weights(region_scale, p, q)), rng)
+        spline_pass2, spec, partial(S.release_block_sums, n=n, design=design, p=p, q=q), rng)
     with quiet():
-        test = S.spline_test(released, rel_x, rel_y, design, mode, region_scale)
+        test = S.spline_test(released, rel_x, rel_y, design, mode, res_scale)
     return spline_output(
         test, design, info, sens,
         S.mechanism_text(design, p, q, rel_x, rel_y, info.mechanism, sens, released),
@@ -577,6 +580,16 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
     elif k < n:
         method += f", {k} noisy block sums"
     method += caption
+    if spline and out.fit_check is not None and not out.fit_check.get("certified", True):
+        # the fail-safe fired on this data (the nested fits disagree): say so where
+        # `stat, p = res` users see it (post-processing of the released result)
+        import warnings
+        from ._stats import FailSafeWarning
+        warnings.warn("privgcm: p = 1 is the fail-safe, not evidence of independence: the "
+                      "released nested fits disagree (the test fit misses part of E[X | Z] or "
+                      "E[Y | Z]); see the result's fit check and caveats.  More epsilon or n "
+                      "(a finer fit), or a stated model (assume=...), may resolve it.",
+                      FailSafeWarning, stacklevel=3)
     return PrivateTestResult(statistic=out.statistic, pvalue=out.pvalue,
                              alternative=par.alternative, method=method, n=n, privacy=record,
                              statistic_name=out.statistic_name, n_sim=out.n_sim,

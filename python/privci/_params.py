@@ -102,6 +102,28 @@ def _check_assume_additive(assume_additive, spline):
                          "without z.")
 
 
+ASSUME = (None, "additive", "linear")
+
+
+def _check_assume(assume, assume_additive, spline):
+    """The released regression's model from ``assume`` (None, "additive", "linear") and its
+    older alias ``assume_additive=True`` (= "additive"): "full", "additive" or "linear"."""
+    _check_assume_additive(assume_additive, spline)
+    if assume is not None and not (isinstance(assume, str) and assume in ASSUME[1:]):
+        raise ValueError("`assume` must be None (no assumption), 'additive' or 'linear'; got "
+                         f"{assume!r} instead.")
+    if assume is not None and not spline:
+        raise ValueError(f"`assume={assume!r}` applies to the released spline fit "
+                         "(regression='spline' with z); got it with regression='krr' or "
+                         "without z.")
+    if assume_additive and assume not in (None, "additive"):
+        raise ValueError(f"`assume_additive=True` means assume='additive'; got it with "
+                         f"assume={assume!r}.")
+    if assume_additive:
+        return "additive"
+    return "full" if assume is None else assume
+
+
 class GCMOptions:
     """The non-private GCM test's options, validated once (in memory and on Dask).
 

@@ -101,10 +101,6 @@ CERTIFY_SHARE = 0.5       # estimated bias^2 / (block + shift variance) above wh
 INTERVAL_CHOICES = (4, 8, 16, 32, 64)  # test-basis intervals per column (rich: twice)
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 RES_TOL = 0.1             # the rule: the finest resolution within this of the least critical value
-# regions of t (shells of max_j |t_j|, public): each has its own residual scale, and the
-# Gram matrices are released per region (a row lies in one), so that the allowance sees
-# the regions' weights exactly
-REGION_EDGES = ()             # measured: three shells gave no gain (the regions' Gram noise)
 CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
 CHUNK = 1 << 16           # rows per chunk: memory O(CHUNK * p)
 # the calibration (read at call time, so that studies can vary them; the values are the
@@ -138,9 +134,12 @@ def _knots(intervals):
     (the flanks stay resolved).  The bases for I and 2I intervals are nested."""
     from scipy.stats import norm
     T = SPLINE_RANGE
-    inner = norm.ppf(np.arange(1, intervals) / intervals)
-    grid = np.linspace(-3.0, 3.0, intervals // 2 + 1)
-    inner = np.unique(np.round(np.r_[inner, grid], 12))
+    if intervals <= 1:
+        inner = np.zeros(0)          # cubic polynomials on [-T, T] (the linear fit's check)
+    else:
+        inner = norm.ppf(np.arange(1, intervals) / intervals)
+        grid = np.linspace(-3.0, 3.0, intervals // 2 + 1)
+        inner = np.unique(np.round(np.r_[inner, grid], 12))
     kv = np.r_[[-T] * 4, inner, [T] * 4]
     kv.setflags(write=False)
     return kv
@@ -184,34 +183,55 @@ def _multilinear(t, box):
     return out
 
 
+MODELS = ("full", "additive", "linear")
+FULL_MAX_D = 2            # the full (tensor) fit resolves interactions of at most 2 columns
+TENSOR_INTERVALS = (2, 4, 8)  # the tensor fit's choices of test intervals per column
+LINEAR_CHECK = 1          # the linear fit's check: cubic polynomials per column (no knots)
+CHECK_MAX_D = 4           # the additive fit's interaction check: multilinear, 2 to 4 columns
+
+
 @dataclass(frozen=True)
 class Design:
     """The public design of the released regression, fixed before any data is read.
 
-    ``intervals`` per column in the test basis (the rich basis has twice as many),
-    ``interactions`` (multilinear blocks), the epsilon split and the block count.
+    ``model``: ``"full"`` (one column: cubic splines; two columns: their tensor product,
+    which resolves interactions), ``"additive"`` (cubic splines per column; the rich fit
+    adds a multilinear interaction block, the check of the assumption, where ``checked``)
+    or ``"linear"`` (a linear function of each column; the rich fit is a cubic polynomial
+    per column, the check, where ``checked``).  ``intervals`` per column in the test basis
+    (the rich basis has twice as many; for ``"linear"`` it is the rich basis' own), the
+    epsilon split and the block count.
     """
 
     d: int
     intervals: int
-    interactions: bool
+    model: str
     eps_fit: float
     eps_test: float
     k: int = K_BLOCKS
     certified: bool = True
     gram_share: float = GRAM_SHARE
-    assume_additive: bool = False
+    checked: bool = True
     predicted: dict = field(default_factory=dict, compare=False)
     sq_share: float = 0.0     # k = 1: the share of eps_test for the sum of squared products
-    regions: tuple = ()       # the region edges on max_j |t_j| (public); () : one region
 
     @property
-    def n_regions(self):
-        return len(self.regions) + 1
+    def key(self):
+        """The public basis: (d, model, intervals, checked)."""
+        return (self.d, self.model, self.intervals, bool(self.checked))
+
+    @property
+    def assume_additive(self):
+        return self.model == "additive" and self.d > 1
+
+    @property
+    def interactions(self):
+        """Whether the rich basis holds interactions of columns (tensor or check block)."""
+        return any(b[0] != "add" for b in _blocks(self.key))
 
     @property
     def rich_intervals(self):
-        return 2 * self.intervals
+        return _rich_res(self.key)
 
     @property
     def eps_gram(self):
@@ -241,298 +261,370 @@ class Design:
 
     @property
     def n_blocks(self):
-        """s: the L1 bound of every feature vector (additive columns + interaction blocks)."""
-        return self.d + (2 if self.interactions else 0)
+        """s: the L1 bound of every feature vector (the number of blocks of the rich basis,
+        each non-negative with sum at most 1)."""
+        return len(_blocks(self.key))
 
     def n_features(self, rich=True):
-        per = _n_per(self.rich_intervals if rich else self.intervals)
-        p = per + (self.d - 1) * (per - 1)
-        if self.interactions:
-            p += (2 if rich else 1) * 2 ** self.d
-        return p
+        return int(_block_starts(self.key)[-1]) if rich else int(
+            _insertion(self.key).shape[1])
 
     def features_int(self, t):
         """Rich-basis features of t (m, d), as integers on the grid 2^-16: (m, p) int64."""
-        if np.shape(t)[0] == 0:
-            return np.zeros((0, self.n_features()), np.int64)
-        t = np.clip(np.nan_to_num(np.asarray(t, dtype=np.float64), nan=0.0,
-                                  posinf=SPLINE_RANGE, neginf=-SPLINE_RANGE),
-                    -SPLINE_RANGE, SPLINE_RANGE)
-        blocks = []
-        for j in range(self.d):
-            q = _quantise_block(_bspline_values(t[:, j], self.rich_intervals))
-            blocks.append(q if j == 0 else q[:, 1:])
-        if self.interactions:
-            blocks.append(_quantise_block(_multilinear(t, INTERACTION_BOX)))
-            blocks.append(_quantise_block(_multilinear(t, RICH_BOX)))
-        return np.concatenate(blocks, axis=1)
+        return _features_int(self.key, t)
 
     def features(self, t):
         """Rich-basis features as floats (exact multiples of 2^-16)."""
         return self.features_int(t) * (1.0 / _ONE)
 
 
-@lru_cache(maxsize=64)
-def _gram_pattern(d, intervals, interactions):
-    """The rich basis' possibly non-zero Gram entries: (p_rich, p_rich) bool, public.
-
-    Feature l of an additive block is a cubic B-spline of column j, non-zero only on the
-    open interval (kv[l], kv[l + 4]) of its knots (and zero after the quantisation wherever
-    the spline is); the interaction features are non-zero almost everywhere.  Two features
-    can both be non-zero at some t only if, in every column, their closed supports meet:
-    entry (l, m) of sum phi phi^T is then possibly non-zero; every other entry is exactly 0
-    for every data set, so it is public and released without noise (Lemma 3 is unchanged:
-    a row moves the released entries by at most s^2 + s in L1).  Read-only.
-
-    Examples
-    --------
-    >>> P = _gram_pattern(1, 4, False)
-    >>> bool(P[0, 3]), bool(P[0, 4])       # cubic splines overlap over 4 knot intervals
-    (True, False)
-    """
-    kv = _knots(2 * intervals)
-    per = _n_per(2 * intervals)
-    lo, hi, col = [], [], []
-    for j in range(d):
-        for ell in range(0 if j == 0 else 1, per):
-            lo.append(kv[ell])
-            hi.append(kv[ell + 4])
-            col.append(j)
-    if interactions:
-        for _ in range(2 * 2 ** d):
-            lo.append(-np.inf)
-            hi.append(np.inf)
-            col.append(-1)
-    lo, hi, col = np.array(lo), np.array(hi), np.array(col)
-    meet = (lo[:, None] <= hi[None, :]) & (lo[None, :] <= hi[:, None])
-    # features of different columns (or an interaction feature) always meet somewhere
-    pat = meet | (col[:, None] != col[None, :]) | (col[:, None] < 0) | (col[None, :] < 0)
-    pat.setflags(write=False)
-    return pat
+def _rich_res(key):
+    d, model, intervals, checked = key
+    return intervals if model == "linear" else 2 * intervals
 
 
-def _pattern_rows(d, intervals, interactions, regions=()):
-    """The largest number of noisy entries in a row of the rich Gram matrix, summed over
-    the regions' releases (the noise edge is about sqrt of it times the entries' noise
-    scale)."""
-    if regions:
-        return int(np.max(np.sum(_region_patterns(d, intervals, interactions, regions),
-                                 axis=(0, 2))))
-    return int(np.max(np.sum(_gram_pattern(d, intervals, interactions), axis=1)))
+@lru_cache(maxsize=128)
+def _blocks(key):
+    """The rich basis' blocks: ("add", j, res) a cubic B-spline block of column j (the first
+    function of every additive block but the first is dropped: the blocks share the
+    constant), ("tensor", (0, 1), res) the tensor product of two columns' B-splines, or
+    ("mlin", d, box) the multilinear hats on [-box, box]^d, or ("hat", j, T) the two hats
+    (1 -+ t_j / T) / 2 of column j (the unchecked linear fit; the first dropped after the
+    first column, as for "add").  Each block's features are >= 0 and sum to at most 1."""
+    d, model, intervals, checked = key
+    res = _rich_res(key)
+    if model == "full" and d == 2:
+        return (("tensor", (0, 1), res),)
+    if model == "linear" and not checked:
+        # two hats per column, (1 -+ t / T) / 2: a linear function of t, nothing more
+        return tuple(("hat", j, SPLINE_RANGE) for j in range(d))
+    out = tuple(("add", j, res) for j in range(d))
+    if model in ("additive", "linear") and checked and 2 <= d <= CHECK_MAX_D:
+        out += (("mlin", d, INTERACTION_BOX),)
+    return out
 
 
-def region_of(t, edges):
-    """The region of every row of t (m, d): the number of ``edges`` below max_j |t_j|
-    (int64, in [0, len(edges)]); a function of the row alone.
+@lru_cache(maxsize=128)
+def _block_starts(key):
+    """The first rich feature of every block, and the end (a tuple)."""
+    starts = [0]
+    first_add = True
+    for kind, cols, res in _blocks(key):
+        if kind == "add":
+            size = _n_per(res) - (0 if first_add else 1)
+            first_add = False
+        elif kind == "hat":
+            size = 2 - (0 if first_add else 1)
+            first_add = False
+        elif kind == "tensor":
+            size = _n_per(res) ** 2
+        else:
+            size = 2 ** cols
+        starts.append(starts[-1] + size)
+    return tuple(starts)
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> region_of(np.array([[0.2, -1.0], [1.6, 0.0], [0.0, -3.0], [1.5, 1.5]]), (1.5, 2.5))
-    array([0, 1, 2, 0])
-    """
+
+def _features_int(key, t):
+    d = key[0]
     t = np.asarray(t, dtype=np.float64)
     if t.ndim == 1:
         t = t[:, None]
-    sh = np.max(np.abs(np.nan_to_num(t, nan=0.0)), axis=1) if t.shape[1] else np.zeros(
-        t.shape[0])
-    out = np.zeros(t.shape[0], dtype=np.int64)
-    for e in edges:
-        out += sh > e
-    return out
+    if t.shape[0] == 0:
+        return np.zeros((0, _block_starts(key)[-1]), np.int64)
+    t = np.clip(np.nan_to_num(t, nan=0.0, posinf=SPLINE_RANGE, neginf=-SPLINE_RANGE),
+                -SPLINE_RANGE, SPLINE_RANGE)
+    blocks = []
+    first_add = True
+    for kind, cols, res in _blocks(key):
+        if kind == "add":
+            q = _quantise_block(_bspline_values(t[:, cols], res))
+            blocks.append(q if first_add else q[:, 1:])
+            first_add = False
+        elif kind == "hat":
+            q = _quantise_block(_multilinear(t[:, cols:cols + 1], res))
+            blocks.append(q if first_add else q[:, 1:])
+            first_add = False
+        elif kind == "tensor":
+            q0 = _quantise_block(_bspline_values(t[:, 0], res))
+            q1 = _quantise_block(_bspline_values(t[:, 1], res))
+            # the kernels' tensor features: (q_a q_b) >> F, a major (sum <= 2^F)
+            blocks.append(((q0[:, :, None] * q1[:, None, :]) >> SCALE_BITS).reshape(
+                t.shape[0], -1))
+        else:
+            blocks.append(_quantise_block(_multilinear(t, res)))
+    return np.concatenate(blocks, axis=1)
 
 
-def _feature_supports(d, intervals, interactions):
-    """(lo, hi, column) of every rich-basis feature: its closed support on its column
-    (interaction features: the whole line, column -1)."""
-    kv = _knots(2 * intervals)
-    per = _n_per(2 * intervals)
-    lo, hi, col = [], [], []
-    for j in range(d):
-        for ell in range(0 if j == 0 else 1, per):
-            lo.append(kv[ell])
-            hi.append(kv[ell + 4])
-            col.append(j)
-    if interactions:
-        for _ in range(2 * 2 ** d):
-            lo.append(-np.inf)
-            hi.append(np.inf)
-            col.append(-1)
-    return np.array(lo), np.array(hi), np.array(col)
-
-
-@lru_cache(maxsize=64)
-def _region_active(d, intervals, interactions, regions):
-    """(R, p_rich) bool: feature l is possibly non-zero at some t of region r (public).
-
-    Region r holds the t with a_(r-1) < max_j |t_j| <= a_r (a_(-1) = 0, a_R = the clip
-    box); every column then lies in [-a_r, a_r], and with one column |t| is at least
-    a_(r-1).  Closed intervals throughout (a superset of the truth)."""
-    lo, hi, col = _feature_supports(d, intervals, interactions)
-    edges = (0.0,) + tuple(regions) + (SPLINE_RANGE,)
-    out = np.zeros((len(edges) - 1, lo.size), dtype=bool)
-    for r in range(len(edges) - 1):
-        a0, a1 = edges[r], edges[r + 1]
-        inner = (lo <= a1) & (hi >= -a1)
-        if d == 1 and r > 0:
-            inner &= (hi >= a0) | (lo <= -a0)      # meets the annulus a0 <= |t| <= a1
-        out[r] = inner | (col < 0)
-    out.setflags(write=False)
-    return out
-
-
-@lru_cache(maxsize=64)
-def _region_patterns(d, intervals, interactions, regions):
-    """(R, p_rich, p_rich) bool: entry (l, m) of region r's Gram sum_{rows in r} phi phi^T
-    is possibly non-zero (public; every other entry of that release is exactly 0).
-
-    Two features must both be active in region r (:func:`_region_active`) and, on a shared
-    column, have closed supports that meet inside the region's range of that column."""
-    pat = _gram_pattern(d, intervals, interactions)
-    lo, hi, col = _feature_supports(d, intervals, interactions)
-    act = _region_active(d, intervals, interactions, regions)
-    edges = (0.0,) + tuple(regions) + (SPLINE_RANGE,)
-    out = np.zeros((act.shape[0],) + pat.shape, dtype=bool)
-    same = (col[:, None] == col[None, :]) & (col[:, None] >= 0)
-    for r in range(act.shape[0]):
-        a0, a1 = edges[r], edges[r + 1]
-        both = act[r][:, None] & act[r][None, :] & pat
-        # on a shared column the overlap of the two supports must meet the region's range
-        olo = np.maximum(lo[:, None], lo[None, :])
-        ohi = np.minimum(hi[:, None], hi[None, :])
-        meet = (olo <= a1) & (ohi >= -a1)
-        if d == 1 and r > 0:
-            meet &= (ohi >= a0) | (olo <= -a0)
-        out[r] = both & (~same | meet)
-    out.setflags(write=False)
-    return out
+def _feature_supports(key):
+    """(lo, hi) per rich feature and column: (p_rich, d) arrays of closed intervals on which
+    the feature can be non-zero (the whole line where the feature does not depend on a
+    column)."""
+    d = key[0]
+    lo, hi = [], []
+    first_add = True
+    for kind, cols, res in _blocks(key):
+        kv = _knots(res) if kind in ("add", "tensor") else None
+        if kind == "hat":
+            for _ in range(2 if first_add else 1):
+                lo.append(np.full(d, -np.inf))
+                hi.append(np.full(d, np.inf))
+            first_add = False
+        elif kind == "add":
+            for ell in range(0 if first_add else 1, _n_per(res)):
+                a = np.full(d, -np.inf)
+                b = np.full(d, np.inf)
+                a[cols], b[cols] = kv[ell], kv[ell + 4]
+                lo.append(a)
+                hi.append(b)
+            first_add = False
+        elif kind == "tensor":
+            for i in range(_n_per(res)):
+                for j in range(_n_per(res)):
+                    a = np.full(d, -np.inf)
+                    b = np.full(d, np.inf)
+                    a[0], b[0] = kv[i], kv[i + 4]
+                    a[1], b[1] = kv[j], kv[j + 4]
+                    lo.append(a)
+                    hi.append(b)
+        else:
+            for _ in range(2 ** cols):
+                lo.append(np.full(d, -np.inf))
+                hi.append(np.full(d, np.inf))
+    return np.array(lo), np.array(hi)
 
 
 @lru_cache(maxsize=64)
-def _insertion(d, intervals, interactions):
-    """Knot insertion: test-basis coefficients -> rich-basis coefficients (p_rich, p_test)."""
-    from scipy.linalg import block_diag
+def _gram_pattern(key):
+    """The rich basis' possibly non-zero Gram entries: (p_rich, p_rich) bool, public.
+
+    A cubic B-spline of column j is non-zero only on the open interval (kv[l], kv[l + 4])
+    of its knots (and zero after the quantisation wherever the spline is); a tensor
+    feature on the product of two such intervals; the multilinear features almost
+    everywhere.  Two features can both be non-zero at some t only if, in every column,
+    their closed supports meet: entry (l, m) of sum phi phi^T is then possibly non-zero;
+    every other entry is exactly 0 for every data set, so it is public and released
+    without noise (Lemma 3 is unchanged: a row moves the released entries by at most
+    s^2 + s in L1).  Read-only.
+
+    Examples
+    --------
+    >>> P = _gram_pattern((1, "full", 4, True))
+    >>> bool(P[0, 3]), bool(P[0, 4])       # cubic splines overlap over 4 knot intervals
+    (True, False)
+    """
+    lo, hi = _feature_supports(key)
+    meet = np.all((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :]),
+                  axis=2)
+    meet.setflags(write=False)
+    return meet
+
+
+def _pattern_rows(key):
+    """The largest number of possibly non-zero entries in a row of the rich Gram matrix
+    (the noise edge is about sqrt of it times the entries' noise scale)."""
+    return int(np.max(np.sum(_gram_pattern(key), axis=1)))
+
+
+def _insertion1(coarse, fine):
+    """Knot insertion of one column: coarse B-spline coefficients -> fine (n_fine, n_coarse)."""
     g = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 4001)
-    Bf = _bspline_values(g, 2 * intervals)
-    Bc = _bspline_values(g, intervals)
-    A1 = np.linalg.lstsq(Bf, Bc, rcond=None)[0]
+    A1 = np.linalg.lstsq(_bspline_values(g, fine), _bspline_values(g, coarse), rcond=None)[0]
     A1[np.abs(A1) < 1e-12] = 0.0
-    blocks = [A1 if j == 0 else A1[1:, 1:] for j in range(d)]
-    if interactions:
-        blocks.append(np.eye(2 ** d))
-    A = block_diag(*blocks)
-    if interactions:
-        A = np.vstack([A, np.zeros((2 ** d, A.shape[1]))])
+    return A1
+
+
+@lru_cache(maxsize=64)
+def _insertion(key):
+    """Test-basis coefficients -> rich-basis coefficients (p_rich, p_test): knot insertion
+    per column (the tensor product of two for the tensor fit), zero on the check block; for
+    the linear fit the coefficients of 1 and of t_j in the rich basis (B-splines reproduce
+    linear functions: t = sum_l g_l B_l(t), g the Greville abscissae)."""
+    from scipy.linalg import block_diag
+    d, model, intervals, checked = key
+    blocks = _blocks(key)
+    starts = _block_starts(key)
+    if model == "linear" and blocks[0][0] == "hat":
+        # 1 = h0 + h1 of column 0; t_j = T (h1 - h0) = 2 T h1_j - T (h0 + h1 of column 0)
+        T = SPLINE_RANGE
+        A = np.zeros((starts[-1], d + 1))
+        A[0:2, 0] = 1.0
+        A[0:2, 1] = (-T, T)
+        for j in range(1, d):
+            A[starts[j], j + 1] = 2.0 * T
+            A[0:2, j + 1] = -T
+        A.setflags(write=False)
+        return A
+    if model == "linear":
+        res = _rich_res(key)
+        g = _greville(res)
+        A = np.zeros((starts[-1], d + 1))
+        A[starts[0]:starts[1], 0] = 1.0                  # the constant: column 0's block
+        A[starts[0]:starts[1], 1] = g
+        for j in range(1, d):
+            A[starts[j]:starts[j + 1], j + 1] = g[1:] - g[0]
+            A[starts[0]:starts[1], j + 1] += g[0]
+        A.setflags(write=False)
+        return A
+    A1 = _insertion1(intervals, 2 * intervals)
+    if blocks[0][0] == "tensor":
+        A = np.kron(A1, A1)
+    else:
+        parts = [A1 if j == 0 else A1[1:, 1:] for j in range(d)]
+        A = block_diag(*parts)
+        extra = starts[-1] - A.shape[0]
+        if extra:
+            A = np.vstack([A, np.zeros((extra, A.shape[1]))])
     A.setflags(write=False)
     return A
 
 
 @lru_cache(maxsize=64)
-def _penalty(d, intervals, interactions):
-    """Ridge on everything but a linear function per column (the projector onto the
-    complement of the coefficients of 1 and t, from the Greville abscissae), ridge 1 on the
-    interaction blocks, plus 1e-3 ridge everywhere (the blocks' shared constants)."""
+def _penalty(key):
+    """The test fit's ridge: on everything but a linear function per column (the projector
+    onto the complement of the coefficients of 1 and t, from the Greville abscissae; for
+    the tensor fit the complement of 1, t_1, t_2 and t_1 t_2), plus 1e-3 everywhere (the
+    blocks' shared constants).  The linear fit: 1e-3 only."""
     from scipy.linalg import block_diag
+    d, model, intervals, checked = key
+    if model == "linear":
+        P = 1e-3 * np.eye(d + 1)
+        P.setflags(write=False)
+        return P
     g = _greville(intervals)
-    blocks = []
-    for j in range(d):
-        L = np.column_stack([np.ones_like(g), g])
-        if j > 0:
-            L = L[1:]
+    L1 = np.column_stack([np.ones_like(g), g])
+    if _blocks(key)[0][0] == "tensor":
+        L = np.kron(L1, L1)
         Q, _ = np.linalg.qr(L)
-        blocks.append(np.eye(L.shape[0]) - Q @ Q.T)
-    if interactions:
-        blocks.append(np.eye(2 ** d))
-    P = block_diag(*blocks)
+        P = np.eye(L.shape[0]) - Q @ Q.T
+    else:
+        parts = []
+        for j in range(d):
+            L = L1 if j == 0 else L1[1:]
+            Q, _ = np.linalg.qr(L)
+            parts.append(np.eye(L.shape[0]) - Q @ Q.T)
+        P = block_diag(*parts)
     P = P + 1e-3 * np.eye(P.shape[0])
     P.setflags(write=False)
     return P
 
 
+@lru_cache(maxsize=64)
+def _canonical(key):
+    """Rich-basis coefficients (p_rich, c) of the canonical coarse directions (public).
+
+    The nested coarse cubic splines with 4 intervals per column (every function carries a
+    large share of the data, so its coefficient is resolvable; their tensor product for the
+    tensor fit; the cubic polynomials for the linear fit's check) and the check block's
+    features, columns scaled to unit norm.
+    """
+    from scipy.linalg import block_diag
+    d, model, intervals, checked = key
+    blocks = _blocks(key)
+    starts = _block_starts(key)
+    res = _rich_res(key)
+    coarse = min(4, res)
+    A1 = _insertion1(coarse, res) if coarse != res else np.eye(_n_per(res))
+    if blocks[0][0] == "tensor":
+        C = np.kron(A1, A1)
+    else:
+        C = block_diag(*[A1 if j == 0 else A1[1:, 1:] for j in range(d)])
+        extra = starts[-1] - C.shape[0]
+        if extra:
+            C = block_diag(C, np.eye(extra))
+    C = C / np.linalg.norm(C, axis=0)
+    C.setflags(write=False)
+    return C
+
+
 # --------------------------------------------------------------------------- the public rule
 
 @lru_cache(maxsize=256)
-def _reference(d, intervals, interactions):
+def _reference(key):
     """Per-row reference Gram E[phi phi^T] of the rich basis under z ~ N(0, I) (public)."""
     rng = np.random.default_rng(20261126)            # a fixed, public reference sample
-    z = rng.standard_normal((8192, d))
-    des = Design(d, intervals, interactions, 1.0, 1.0)
-    phi = des.features(z)
+    z = rng.standard_normal((8192, key[0]))
+    phi = _features_int(key, z) * (1.0 / _ONE)
     G = phi.T @ phi / z.shape[0]
     return G
 
 
-REFERENCE_INTERVALS = 8   # the splits' predicted noise is ranked at this resolution
-
-
 @lru_cache(maxsize=64)
-def _central_quotients(d, intervals, interactions):
+def _central_quotients(key):
     """Per-row reference Rayleigh quotients E[h^2] (z ~ N(0, I)) of the test basis' central
-    functions (Greville abscissa in [-2, 2]) and of its interaction features."""
+    functions (Greville abscissa in [-2, 2]; for the tensor fit both of them) and, where
+    the additive fit is checked, of the check block's features (the check must resolve
+    them too).  The linear fit's: those of the check's cubic polynomials (checked), else
+    of 1 and t."""
+    d, model, intervals, checked = key
     rng = np.random.default_rng(20261126)            # a fixed, public reference sample
     z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
+    if model == "linear":
+        if not checked:
+            return np.array([1.0, float(np.mean(z[:, 0] ** 2))])
+        out = [np.mean(_bspline_values(z[:, 0], _rich_res(key)) ** 2, axis=0)]
+        if any(b[0] == "mlin" for b in _blocks(key)):
+            out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
+        return np.concatenate(out)
     g = _greville(intervals)
     q1 = np.mean(_bspline_values(z[:, 0], intervals) ** 2, axis=0)[np.abs(g) <= 2.0]
+    if _blocks(key)[0][0] == "tensor":
+        b0 = _bspline_values(z[:, 0], intervals)[:, np.abs(g) <= 2.0]
+        b1 = _bspline_values(z[:, 1], intervals)[:, np.abs(g) <= 2.0]
+        return np.mean((b0[:, :, None] * b1[:, None, :]) ** 2, axis=0).ravel()
     out = [q1]
-    if interactions:
+    if any(b[0] == "mlin" for b in _blocks(key)):
         out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
     return np.concatenate(out)
 
 
-def _lambda(n, d, eps_fit, gram_share, intervals, interactions):
-    """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(p_rich)."""
-    des = Design(d, intervals, interactions, eps_fit, eps_fit)
-    return gram_sensitivity(des.n_blocks) / (gram_share * eps_fit) * math.sqrt(
-        _pattern_rows(d, intervals, interactions, tuple(REGION_EDGES)))
+def _lambda(n, key, eps_fit, gram_share):
+    """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(the largest number of
+    noisy entries in a row of the rich Gram matrix)."""
+    s = len(_blocks(key))
+    return gram_sensitivity(s) / (gram_share * eps_fit) * math.sqrt(_pattern_rows(key))
 
 
-def _resolvable(n, d, eps_fit, gram_share, intervals, interactions, products=True):
-    """Whether every central test-basis function keeps at least CERT_RHO of itself under
-    the ridge (r / (r + lambda) >= CERT_RHO) and, with two or more columns and
-    ``products`` (no additivity assumed), whether the interactions of the columns are
-    resolved: never.  The multilinear blocks fit only multilinear interactions; the
-    interactions nobody can rule out (sin(z1) cos(z2), (z1^2 - 1) z2) are in neither the
-    test nor the rich basis, so the nested check cannot see them (measured before this
-    rule: such nulls at n = 10^5, epsilon 20 and 100, rejected in 100% of data sets with
-    the fit "certified")."""
-    if products and d >= 2:
-        return False
+def _resolvable(n, key, eps_fit, gram_share):
+    """Whether every central test-basis function (and check feature) keeps at least
+    CERT_RHO of itself under the ridge: r / (r + lambda) >= CERT_RHO, r its reference
+    Rayleigh quotient times the half's rows."""
     m = max(n // 2, 1)
-    lam = _lambda(n, d, eps_fit, gram_share, intervals, interactions)
-    r = m * _central_quotients(d, intervals, interactions)
+    lam = _lambda(n, key, eps_fit, gram_share)
+    r = m * _central_quotients(key)
     rho = r / (r + lam)
     return float(np.min(rho)) >= CERT_RHO
 
 
-def _predicted(n, d, p, q, eps, intervals, interactions, fit_share, k, gram_share=GRAM_SHARE):
+def _predicted(n, key, p, q, eps, fit_share, k, gram_share=GRAM_SHARE):
     """Predicted noise variances of S on the public reference Gram of z ~ N(0, I): the
     test's block noise, and the fit's (its shift V plus the allowance's noise part,
-    UCB_Z^2 times the nested difference's noise second moment)."""
-    des = Design(d, intervals, interactions, fit_share * eps, (1 - fit_share) * eps, k)
-    s = des.n_blocks
+    UCB_Z^2 times the nested difference's noise second moment; none without a check)."""
+    s = len(_blocks(key))
     m = max(n // 2, 1)
     eps_fit = fit_share * eps
     sg = gram_sensitivity(s) / (gram_share * eps_fit)
     sbx = cross_sensitivity(s, p) / ((1 - gram_share) * eps_fit)
     sby = cross_sensitivity(s, q) / ((1 - gram_share) * eps_fit)
-    Gr = m * _reference(d, intervals, interactions)
-    pr = Gr.shape[0]
-    lam = sg * math.sqrt(_pattern_rows(d, intervals, interactions, tuple(REGION_EDGES)))
-    A = _insertion(d, intervals, interactions)
-    P = _penalty(d, intervals, interactions)
+    Gr = m * _reference(key)
+    rows = _pattern_rows(key)
+    lam = sg * math.sqrt(rows)
+    A = _insertion(key)
+    P = _penalty(key)
     H = A @ _floored_inverse(A.T @ Gr @ A + lam * P, lam) @ A.T   # b -> test fit (rich coords)
-    R = _floored_inverse(Gr, RICH_FLOOR * lam)                     # b -> rich fit
-    K = R - H                                                       # b -> nested difference
     G2 = 2.0 * Gr                                                   # both halves' Gram
     # noise of b - G beta per coordinate (delta method): 2 sb^2 + 2 sg^2 |beta|^2, with the
-    # reference |beta|^2 = BETA_REF^2 per coefficient (B-spline coefficients ~ values)
-    beta2 = BETA_REF ** 2 * _pattern_rows(d, intervals, interactions, tuple(REGION_EDGES))
+    # reference |beta|^2 = BETA_REF^2 per noisy entry of a row (B-spline coefficients ~ values)
+    beta2 = BETA_REF ** 2 * rows
     vx = 2 * sbx ** 2 + 2 * sg ** 2 * beta2
     vy = 2 * sby ** 2 + 2 * sg ** 2 * beta2
     Ch = G2 @ H @ H.T
-    Ck = G2 @ K @ K.T
     shift = vx * vy * float(np.sum(Ch * Ch.T))          # V: the fits' common shift
-    nested = vx * vy * float(np.sum(Ck * Ck.T))         # the allowance's noise second moment
+    nested = 0.0
+    if key[3]:
+        R = _floored_inverse(Gr, RICH_FLOOR * lam)                 # b -> rich fit
+        K = R - H                                                   # b -> nested difference
+        Ck = G2 @ K @ K.T
+        nested = vx * vy * float(np.sum(Ck * Ck.T))     # the allowance's noise second moment
     fit_var = shift + UCB_Z ** 2 * nested
     test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
     return test_var, fit_var
@@ -543,95 +635,198 @@ def _t_quantile(df):
     return _t.ppf(0.975, df)
 
 
-def choose_design(n, d, p, q, epsilon, k=None, assume_additive=False):
-    """The public rule: basis resolution, interactions and the epsilon split.
+def _interval_choices(d, model):
+    if model == "linear":
+        return (LINEAR_CHECK,)
+    if model == "full" and d == 2:
+        return tuple(TENSOR_INTERVALS)
+    return tuple(INTERVAL_CHOICES)
 
-    Bias first, then noise.  For every split (the fit's share f in ``FIT_SHARES`` of
-    epsilon, the Gram matrices' share g in ``GRAM_SHARES`` of the fit's), the resolution is
-    the finest ``intervals`` in ``INTERVAL_CHOICES`` at which the test fit is resolvable: a
-    direction h is shrunk by r_h / (r_h + lambda), r_h its Rayleigh quotient on the public
-    reference Gram of z ~ N(0, I), and every central basis function must keep at least
-    ``CERT_RHO`` = 0.9 of itself.  With two or more columns nothing is certified unless
-    ``assume_additive`` (a public assumption of the user: no interactions are fitted and
-    none are checked): the multilinear blocks (2 to 4 columns) fit only multilinear
-    interactions, and an interaction such as sin(z1) cos(z2) is in neither the test nor
-    the rich basis, so no nested check can see its bias.  The rule takes the finest resolution
-    any split reaches, and among the splits that reach it the least predicted noise
-    variance of S (the test's block noise plus twice the fit's shift variance, the latter
-    with the cross-products' and the Gram's noise for a reference fitted function of size
-    ``BETA_REF`` per coefficient).  With ``k=None`` the number of block sums is chosen
-    too, from ``K_CHOICES``: the least t quantile (k - 1 degrees of freedom) times the
-    predicted sd of S, whose sampling part is that of residuals of sd ``BETA_REF`` (the
-    block noise grows with k, the t quantile shrinks).  ``certified`` is False where no split resolves even
-    the coarsest basis: privgcm then returns p = 1 (the fail-safe).
+
+def choose_design(n, d, p, q, epsilon, k=None, model="full"):
+    """The public rule: the basis, its resolution and the epsilon split.
+
+    ``model``: ``"full"`` (no assumption: one column's splines, or two columns' tensor
+    product; not available for three or more columns), ``"additive"`` or ``"linear"``
+    (the user's stated model).  For every split (the fit's share f in ``FIT_SHARES`` of
+    epsilon, the Gram matrices' share g in ``GRAM_SHARES`` of the fit's) and every
+    resolution (test intervals per column), the test fit is *resolvable* when no central
+    direction of it is shrunk by more than ``1 - CERT_RHO`` (a direction h keeps
+    r_h / (r_h + lambda), r_h its Rayleigh quotient on the public reference Gram of
+    z ~ N(0, I)).  Among the resolvable (split, resolution, k) the rule takes the least
+    predicted critical value of S (the test's noise, the fit's shift and the allowance's
+    noise part for a reference fitted function of size ``BETA_REF`` per coefficient, and
+    the sampling of residuals of sd ``BETA_REF``), but the finest resolution whose critical
+    value is within ``RES_TOL`` of that least one: power first, the resolution next.
+
+    A stated model is *checked* where the check is resolvable too (``"additive"``: a
+    multilinear interaction block in the rich fit, 2 to 4 columns; ``"linear"``: a cubic
+    polynomial per column); else it is fitted unchecked (``checked`` False, and the
+    result says the assumption was not checked).  ``certified`` is False where nothing is
+    resolvable (or ``"full"`` with three or more columns): privgcm then refuses before
+    spending anything.
 
     Examples
     --------
     >>> des = choose_design(10_000, 1, 1, 1, 7.0)
     >>> des.intervals in INTERVAL_CHOICES, des.certified, 0 < des.eps_fit < 7.0
     (True, True, True)
-    >>> choose_design(10_000, 2, 1, 1, 7.0).certified     # interactions: never certified
+    >>> choose_design(10_000, 2, 1, 1, 7.0).model, choose_design(10_000, 2, 1, 1, 7.0).certified
+    ('full', True)
+    >>> choose_design(10 ** 6, 3, 1, 1, 100.0).certified   # no full fit for 3 columns
     False
-    >>> choose_design(10 ** 6, 2, 1, 1, 100.0).certified  # not even at large n epsilon
-    False
-    >>> choose_design(10_000, 2, 1, 1, 7.0, assume_additive=True).certified
+    >>> choose_design(442, 3, 1, 1, 4.0, model="linear").certified
     True
     """
+    if model not in MODELS:
+        raise ValueError(f"`model` must be one of {MODELS}; got {model!r}")
     return _choose_design(int(n), int(d), int(p), int(q), float(epsilon),
-                          None if k is None else int(k),
-                          bool(assume_additive), tuple(FIT_SHARES), tuple(GRAM_SHARES),
-                          tuple(INTERVAL_CHOICES), float(CERT_RHO), tuple(REGION_EDGES),
+                          None if k is None else int(k), str(model), tuple(FIT_SHARES),
+                          tuple(GRAM_SHARES), tuple(INTERVAL_CHOICES), float(CERT_RHO),
                           float(RES_TOL), float(RICH_FLOOR), float(UCB_Z))
 
 
 @lru_cache(maxsize=256)
-def _choose_design(n, d, p, q, epsilon, k, assume_additive, fit_shares, gram_shares,
-                   interval_choices, cert_rho, regions=(), res_tol=0.1, rich_floor=1.0,
-                   ucb_z=2.0):
-    # the choice sets and cert_rho are arguments so that the cache follows studies that
+def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
+                   interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0):
+    # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
-    interactions = (not assume_additive) and 2 <= d <= MAX_INTERACTION_D
-    products = not assume_additive
+    model_ = "full" if (model == "additive" and d == 1) else model
     ks = (k,) if k is not None else tuple(c for c in K_CHOICES if c <= n) or (max(2, n),)
     samp = n * BETA_REF ** 4          # reference sampling variance of S (residual sd BETA_REF)
+    choices = _interval_choices(d, model_)
+    available = not (model_ == "full" and d > FULL_MAX_D)
 
-    def options(f, g, i):
-        """(critical value, i, f, g, k, sq share, test noise var, fit noise var) of every k
-        and squares' share at the split (f, g) and resolution interval_choices[i]."""
-        tv1, fv = _predicted(n, d, p, q, epsilon, interval_choices[i], interactions, f, 1, g)
+    def options(key, f, g):
+        """(critical value, intervals, f, g, k, sq share, key, test noise var, fit noise
+        var) of every k and squares' share at the split (f, g) and basis key."""
+        tv1, fv = _predicted(n, key, p, q, epsilon, f, 1, g)
         for kk in ks:
             for sq in (SQ_SHARES if kk == 1 else (0.0,)):
-                key, tv = _critical(kk, sq, samp, tv1, fv, p * q)
-                yield (-key, i, f, g, kk, sq, tv, fv)
+                crit, tv = _critical(kk, sq, samp, tv1, fv, p * q)
+                yield (-crit, key[2], f, g, kk, sq, key, tv, fv)
 
     cands = []
-    for f in fit_shares:
-        for g in gram_shares:
-            for i, cand in enumerate(interval_choices):
-                if not _resolvable(n, d, f * epsilon, g, cand, interactions, products):
-                    break
-                cands.extend(options(f, g, i))
+    if model_ == "full":
+        checks = (True,)
+    elif model_ == "additive" and d > CHECK_MAX_D:
+        checks = (False,)             # no interaction block beyond 4 columns: not checked
+    else:
+        checks = (True, False)
+    if available:
+        for checked in checks:
+            for f in fit_shares:
+                for g in gram_shares:
+                    for cand in choices:
+                        key = (d, model_, cand, checked)
+                        if not _resolvable(n, key, f * epsilon, g):
+                            break
+                        cands.extend(options(key, f, g))
+            if cands:
+                break                 # a checked design where one is resolvable
     certified = bool(cands)
     if cands:
         # power first, resolution next: the least predicted critical value of S, but the
         # finest resolution whose critical value is within RES_TOL of that least one
         cmin = min(c[0] for c in cands)
-        near = [c for c in cands if c[0] <= (1.0 + RES_TOL) * cmin]
+        near = [c for c in cands if c[0] <= (1.0 + res_tol) * cmin]
         top = max(c[1] for c in near)
         best = min((c for c in near if c[1] == top), key=lambda c: c[0])
     else:
-        best = min((c for f in fit_shares for g in gram_shares for c in options(f, g, 0)),
+        key = (d, model_, choices[0], model_ == "full")
+        best = min((c for f in fit_shares for g in gram_shares for c in options(key, f, g)),
                    key=lambda c: c[0])
-    crit, i, f, g, k, sq, tv, fv = best
-    intervals = interval_choices[i]
+    crit, intervals, f, g, k, sq, key, tv, fv = best
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
-    return Design(d=d, intervals=intervals, interactions=interactions, eps_fit=eps_fit,
-                  eps_test=eps_test, k=k, certified=certified, assume_additive=assume_additive,
-                  gram_share=g, sq_share=sq, regions=tuple(REGION_EDGES),
+    return Design(d=d, intervals=intervals, model=model_, eps_fit=eps_fit, eps_test=eps_test,
+                  k=k, certified=certified, gram_share=g, checked=key[3], sq_share=sq,
                   predicted={"fit_share": f, "gram_share": g, "test_noise_var": tv,
                              "fit_noise_var": fv, "critical": crit,
-                             "sampling_var": samp})
+                             "sampling_var": samp, "available": available})
+
+
+class UnresolvableDesignError(ValueError):
+    """The released regression cannot be resolved at this (n, columns of z, epsilon, model):
+    the answer would be p = 1 from public facts alone, so privgcm refuses before anything
+    is charged or computed.  The message names the smallest epsilon (at this n) and the
+    smallest n (at this epsilon) that resolve it, and the stated models that resolve here."""
+
+
+def smallest_epsilon(n, d, model="full", p=1, q=1, hi=1e4):
+    """The smallest epsilon (for the test, after any released bounds; two significant
+    digits, rounded up) at which the public rule resolves the model's fit at n rows and d
+    columns of z; None if not even ``hi`` does (or the model has no fit for d columns).
+
+    Examples
+    --------
+    >>> e = smallest_epsilon(10_000, 1)
+    >>> choose_design(10_000, 1, 1, 1, e).certified, choose_design(10_000, 1, 1, 1, e / 1.1).certified
+    (True, False)
+    """
+    if model == "full" and d > FULL_MAX_D:
+        return None
+    ok = lambda e: choose_design(n, d, p, q, e, model=model).certified  # noqa: E731
+    if not ok(hi):
+        return None
+    lo_, hi_ = 1e-3, hi
+    if ok(lo_):
+        return lo_
+    while hi_ / lo_ > 1.01:
+        mid = math.sqrt(lo_ * hi_)
+        lo_, hi_ = (lo_, mid) if ok(mid) else (mid, hi_)
+    e = float(f"{hi_:.2g}")
+    return e if ok(e) else float(f"{hi_ * 1.05:.2g}")
+
+
+def smallest_n(epsilon, d, model="full", p=1, q=1, hi=10 ** 8):
+    """The smallest n (two significant digits, rounded up) at which the public rule
+    resolves the model's fit with this test epsilon and d columns of z; None if not even
+    ``hi`` rows do."""
+    if model == "full" and d > FULL_MAX_D:
+        return None
+    ok = lambda m: choose_design(m, d, p, q, epsilon, model=model).certified  # noqa: E731
+    if not ok(hi):
+        return None
+    lo_, hi_ = 8, hi
+    while hi_ / lo_ > 1.01:
+        mid = int(math.sqrt(lo_ * hi_))
+        lo_, hi_ = (lo_, mid) if ok(mid) else (mid, hi_)
+    m = int(float(f"{hi_:.2g}"))
+    while not ok(m):
+        m = int(float(f"{m * 1.05:.2g}"))
+    return m
+
+
+def unresolvable_message(n, d, p, q, epsilon, eps_test, model):
+    """The refusal's text: why, and what would resolve it (public numbers only)."""
+    name = {"full": "the full fit (no assumption)", "additive": "assume='additive'",
+            "linear": "assume='linear'"}[model]
+    lines = [f"privgcm: {name} cannot be resolved with {d} column(s) of z at n = {n} and "
+             f"epsilon = {epsilon:g} (the released regression would be biased beyond what "
+             "the test can see, so the answer would be p = 1 whatever the data); nothing was "
+             "charged or computed."]
+    if model == "full" and d > FULL_MAX_D:
+        lines.append(f"The full fit resolves interactions of at most {FULL_MAX_D} columns; "
+                     "with more, state a model: assume='additive' or assume='linear'.")
+    else:
+        ratio = epsilon / eps_test if eps_test > 0 else 1.0
+        e = smallest_epsilon(n, d, model, p, q)
+        m = smallest_n(eps_test, d, model, p, q)
+        if e is not None:
+            lines.append(f"Smallest epsilon at n = {n}: about {e * ratio:.2g}.")
+        if m is not None:
+            lines.append(f"Smallest n at epsilon = {epsilon:g}: about {m}.")
+    others = [mm for mm in MODELS if mm != model and not (mm == "full" and d > FULL_MAX_D)
+              and choose_design(n, d, p, q, eps_test, model=mm).certified]
+    if others:
+        lines.append("Resolvable here: " + ", ".join(
+            {"full": "the full fit (assume=None)", "additive": "assume='additive'",
+             "linear": "assume='linear'"}[mm] for mm in others)
+            + " (a stated model is named in the result's caveats).")
+    lines.append("privci.plan('privgcm', ..., z_columns=d, assume=...) says this before any "
+                 "data is used.")
+    return "  ".join(lines)
 
 
 def _critical(k, sq, samp, tv1, fv, pairs):
@@ -670,21 +865,32 @@ USE_KERNELS = True        # fused numba passes (privci._basis_kernels) for addit
 
 
 @lru_cache(maxsize=32)
-def _kernel_spec(d, intervals):
-    """The additive rich basis as a :mod:`privci._basis_kernels` spec, and the indices of
-    this module's features among the kernels' (the first function of every column after
-    the first is dropped here)."""
+def _kernel_spec(key):
+    """The rich basis as a :mod:`privci._basis_kernels` spec, and the indices of this
+    module's features among the kernels' (the first function of every additive column
+    after the first is dropped here); None where the basis has a block the kernels do not
+    have (the multilinear check block)."""
     from ._basis_kernels import make_basis
-    kv = np.asarray(_knots(intervals), dtype=np.float64)
-    spec = make_basis([kv] * d)
-    per = _n_per(intervals)
-    keep = np.concatenate([np.arange(per)] + [j * per + np.arange(1, per) for j in range(1, d)])
+    blocks = _blocks(key)
+    if any(b[0] in ("mlin", "hat") for b in blocks):
+        return None
+    res = _rich_res(key)
+    kv = np.asarray(_knots(res), dtype=np.float64)
+    per = _n_per(res)
+    if blocks[0][0] == "tensor":
+        spec = make_basis([None, None], pairs=[(0, 1)], pair_knot_vectors=[(kv, kv)])
+        keep = np.arange(per * per)
+    else:
+        d = key[0]
+        spec = make_basis([kv] * d)
+        keep = np.concatenate([np.arange(per)] + [j * per + np.arange(1, per)
+                                                  for j in range(1, d)])
     keep.setflags(write=False)
     return spec, keep
 
 
 def _fast(design, m):
-    return USE_KERNELS and not design.interactions and m > 0
+    return USE_KERNELS and m > 0 and _kernel_spec(design.key) is not None
 
 
 def partition_stats(t, U, half, design, p, keep=None):
@@ -693,16 +899,14 @@ def partition_stats(t, U, half, design, p, keep=None):
     ``t`` (m, d) centred and scaled z, ``U`` (m, p + q) the clipped, scaled x and y,
     ``half`` (m,) True for rows of half A, ``keep`` None or (m,) bool: False for rows left
     out (every row is evaluated either way; a left-out row's terms are not added).
-    Returns int64 arrays (units 2^-32): G_A (R, upper triangle), the Gram matrices of half
-    A's rows in each of the design's R regions (:func:`region_of`), b_A (p_rich, p) over
-    half A with the x columns, and G_B, b_B over half B with the y columns.  Memory
+    Returns int64 arrays (units 2^-32): G_A (upper triangle), b_A (p_rich, p) over half A
+    with the x columns, and G_B, b_B over half B with the y columns.  Memory
     O(CHUNK * p_rich).
     """
     pr = design.n_features()
     iu = np.triu_indices(pr)
     q = U.shape[1] - p
     m = t.shape[0]
-    R = design.n_regions
     kp = None if keep is None else np.asarray(keep, dtype=bool)
     if _fast(design, m):
         group = np.where(np.asarray(half, dtype=bool), 0, 1).astype(np.int64)
@@ -710,9 +914,8 @@ def partition_stats(t, U, half, design, p, keep=None):
             group[~kp] = 2
         return _stats_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, group, design,
                            left_out=kp is not None)
-    region = region_of(t, design.regions) if R > 1 else np.zeros(m, np.int64)
-    acc = [np.zeros((R, iu[0].size), np.int64), np.zeros((pr, p), np.int64),
-           np.zeros((R, iu[0].size), np.int64), np.zeros((pr, q), np.int64)]
+    acc = [np.zeros(iu[0].size, np.int64), np.zeros((pr, p), np.int64),
+           np.zeros(iu[0].size, np.int64), np.zeros((pr, q), np.int64)]
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
         sl = slice(a, min(a + step, m))
@@ -720,58 +923,42 @@ def partition_stats(t, U, half, design, p, keep=None):
         u = _quantise_u(U[sl])
         h = np.asarray(half[sl], dtype=bool)
         k_ = np.ones_like(h) if kp is None else kp[sl]
-        reg = region[sl]
         for g, (rows, cols) in enumerate(((h & k_, slice(0, p)), (~h & k_, slice(p, p + q)))):
-            for r in range(R):
-                ph = phi[rows & (reg == r)]
-                acc[2 * g][r] += _exact_sum([(ph.T @ ph)[iu]])
             ph = phi[rows]
+            acc[2 * g] += _exact_sum([(ph.T @ ph)[iu]])
             acc[2 * g + 1] += _exact_sum([ph.T @ u[rows, cols]])
     return tuple(acc)
 
 
 def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
-    """:func:`partition_stats` of an additive design from the raw x, y columns, in one
-    fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1, 1),
-    the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly, then
-    quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half B;
-    with ``left_out``, 2 for rows left out, and the kernels send every row whose t lies
-    beyond the clip box there as well (a discarded group).  With R regions the kernels'
-    groups are half R + region (:func:`region_of`, from t), and 2 R the discarded one."""
+    """:func:`partition_stats` of a design the kernels have, from the raw x, y columns, in
+    one fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1,
+    1), the values of the scaled U of :meth:`privci._transform._GCMInputs.scaled` exactly,
+    then quantised as :func:`_quantise_u`.  ``group`` (m,) int64: 0 for half A, 1 for half
+    B; with ``left_out``, 2 for rows left out, and the kernels send every row whose t lies
+    beyond the clip box there as well (a third group, discarded)."""
     from ._basis_kernels import accumulate
-    spec, keep = _kernel_spec(design.d, design.rich_intervals)
+    spec, keep = _kernel_spec(design.key)
     p = x.shape[1]
     q = y.shape[1]
-    R = design.n_regions
-    if R > 1:
-        group = np.where(group < 2, group * R + region_of(t, design.regions), 2 * R)
-    ucols = ((0, p),) * R + ((p, p + q),) * R + (((0, 0),) if left_out else ())
+    ucols = ((0, p), (p, p + q)) + (((0, 0),) if left_out else ())
     G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group,
                       n_groups=len(ucols), check_labels=False, u_columns=ucols,
-                      outside_group=2 * R if left_out else None)
+                      outside_group=2 if left_out else None)
     pr = design.n_features()
     iu = np.triu_indices(pr)
     ix = np.ix_(keep, keep)
-    g_a = np.stack([G[r][ix][iu] for r in range(R)])
-    g_b = np.stack([G[R + r][ix][iu] for r in range(R)])
-    b_a = sum(B[r][keep][:, :p] for r in range(R))
-    b_b = sum(B[R + r][keep][:, p:] for r in range(R))
-    return (g_a, b_a, g_b, b_b)
+    return (G[0][ix][iu], B[0][keep][:, :p], G[1][ix][iu], B[1][keep][:, p:])
 
 
 def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_out=False,
                residual_scale=None):
-    """:func:`partition_block_sums` of an additive design from the raw x, y columns (as
-    :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k); with ``left_out``, k for rows
-    left out, and the kernels send every row beyond the clip box there as well (an extra
-    block, discarded).  With R regions the kernels' labels are block R + region (from t)
-    and the output has k R rows of sums, then k R of squares."""
+    """:func:`partition_block_sums` of a design the kernels have, from the raw x, y columns
+    (as :func:`_stats_rows`); ``labels`` (m,) int64 in [0, k); with ``left_out``, k for
+    rows left out, and the kernels send every row beyond the clip box there as well (an
+    extra block, discarded)."""
     from ._basis_kernels import residual_block_sums
-    spec, keep = _kernel_spec(design.d, design.rich_intervals)
-    R = design.n_regions
-    if R > 1:
-        labels = np.where(labels < k, labels * R + region_of(t, design.regions), k * R)
-        k = k * R
+    spec, keep = _kernel_spec(design.key)
     full_x = np.zeros((spec.n_features, x.shape[1]))
     full_y = np.zeros((spec.n_features, y.shape[1]))
     full_x[keep] = coef_x
@@ -814,50 +1001,36 @@ class FitRelease:
     # (p_rich, p_rich) public: how many independent Laplace draws of scale gram_scale each
     # entry of ``gram`` carries (0: a structural zero, released exactly); None: one each
     noise_map: object = None
-    # (R, p_rich, p_rich): the released Gram matrix of each region (``gram`` is their sum)
-    # and each one's noise map; None with one region
-    gram_regions: object = None
-    region_maps: object = None
 
 
 def _release_one(g_int, b_int, rows, design, rng):
-    """Release one half's Gram matrices, one per region (the possibly non-zero entries of
-    each upper triangle, :func:`_region_patterns`; the others are structural zeros, public
-    and exact), and its cross-products.  ``g_int``: (R, upper triangle) exact sums.
-
-    A row lies in one region, so replacing it moves the released entries of the R
-    matrices by at most s^2 + s in L1 (its old terms out of one, its new terms into one:
-    each at most (s^2 + s) / 2), the sensitivity of one Gram matrix."""
+    """Release one half's Gram matrix (the possibly non-zero entries of its upper triangle,
+    :func:`_gram_pattern`; the others are structural zeros, public and exact) and its
+    cross-products.  ``g_int``: the exact upper triangle (triu order)."""
     pr = design.n_features()
     s = design.n_blocks
-    R = design.n_regions
     iu = np.triu_indices(pr)
-    pats = _region_patterns(design.d, design.intervals, design.interactions, design.regions) \
-        if R > 1 else _gram_pattern(design.d, design.intervals, design.interactions)[None]
-    tri = np.stack([pt[iu] for pt in pats])                 # (R, n_tri) bool
+    pat = _gram_pattern(design.key)
+    tri = pat[iu]
     cols = b_int.shape[1]
     m = max(int(rows), 1)
     eps_g, eps_b = design.eps_gram, design.eps_cross
     sens_g = gram_sensitivity(s) + _conversion_slack(m, int(tri.sum()))
     sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
-    g_exact = np.asarray(g_int).reshape(R, -1)[tri]   # only the possibly non-zero entries
+    g_exact = np.asarray(g_int).reshape(-1)[tri]   # only the possibly non-zero entries are read
     Gn, info_g = laplace_mechanism(_to_float(g_exact), sens_g, eps_g, rng,
                                    value_bound=float(m))
     bn, info_b = laplace_mechanism(_to_float(b_int), sens_b, eps_b, rng, value_bound=float(m))
-    upper = np.zeros(tri.shape)
+    upper = np.zeros(iu[0].size)
     upper[tri] = Gn
-    grams = np.zeros((R, pr, pr))
-    for r in range(R):
-        grams[r][iu] = upper[r]
-        grams[r] = grams[r] + np.triu(grams[r], 1).T
-    maps = pats.astype(np.float64)
-    return FitRelease(gram=grams.sum(axis=0), cross=bn, gram_scale=info_g.scale,
-                      cross_scale=info_b.scale, gram_sensitivity=sens_g,
-                      cross_sensitivity=sens_b, gram_epsilon=eps_g, cross_epsilon=eps_b,
-                      hardened=info_g.hardened and info_b.hardened,
+    gram = np.zeros((pr, pr))
+    gram[iu] = upper
+    gram = gram + np.triu(gram, 1).T
+    return FitRelease(gram=gram, cross=bn, gram_scale=info_g.scale, cross_scale=info_b.scale,
+                      gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
+                      cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
                       mechanism=info_g.mechanism, rows=m, cross_mechanism=info_b.mechanism,
-                      noise_map=maps.sum(axis=0), gram_regions=grams if R > 1 else None,
-                      region_maps=maps if R > 1 else None)
+                      noise_map=pat.astype(np.float64))
 
 
 def release_fits(stats, rows, design, rng):
@@ -893,66 +1066,16 @@ def fit_coefficients(rel, design):
     return _test_operator(rel, design) @ rel.cross
 
 
-def _block_starts(design):
-    """The first rich feature of every block (additive columns, then the interaction
-    blocks), and the end."""
-    per = _n_per(design.rich_intervals)
-    starts = [0] + [per + j * (per - 1) for j in range(design.d)]
-    if design.interactions:
-        starts += [starts[-1] + 2 ** design.d, starts[-1] + 2 * 2 ** design.d]
-    return starts
-
-
-def region_residual_scales(coef, design):
-    """Public residual scales s_r = 1 / c_r of every region r and column of ``coef``
-    (p_rich, cols): (R, cols), with c_r = max(1 + p_max, 1 - p_min) in [1, 2] and
-    [p_min, p_max] holding every prediction clip(phi^T coef, -1, 1) at any t of region r
-    (post-processing of the released fit).
-
-    Every block's features are >= 0 and sum to at most 1, so its part of phi^T coef at t
-    lies in [min(0, min of its coefficients active at t), max(0, max of them)]; the
-    features possibly active in region r are public (:func:`_region_active`) and the bounds
-    add over the blocks.  So u - prediction, u in [-1, 1], lies in [-c_r, c_r] for every row
-    of region r, and (u - prediction) / c_r in [-1, 1]: the residuals need no clip (which
-    biased them where it bound).  Non-finite coefficients give c = 2.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from privci._spline import choose_design, region_residual_scales
-    >>> des = choose_design(10_000, 1, 1, 1, 2.0)
-    >>> p = des.n_features()
-    >>> region_residual_scales(np.full((p, 1), 0.25), des)[:, 0]   # c = 1.25 everywhere
-    array([0.8, 0.8, 0.8])
-    """
-    coef = np.asarray(coef, dtype=np.float64)
-    cols = coef.shape[1]
-    R = design.n_regions
-    if not np.all(np.isfinite(coef)):
-        return np.full((R, cols), 0.5)
-    act = _region_active(design.d, design.intervals, design.interactions, design.regions) \
-        if R > 1 else np.ones((1, coef.shape[0]), dtype=bool)
-    starts = _block_starts(design)
-    out = np.empty((R, cols))
-    for r in range(R):
-        hi = np.zeros(cols)
-        lo = np.zeros(cols)
-        for a, b in zip(starts[:-1], starts[1:]):
-            sel = act[r, a:b]
-            if not np.any(sel):
-                continue
-            blk = coef[a:b][sel]
-            hi += np.maximum(blk.max(axis=0), 0.0)
-            lo += np.minimum(blk.min(axis=0), 0.0)
-        c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
-        out[r] = 1.0 / c
-    return out
-
-
 def residual_scales(coef, design):
-    """Public residual scales s = 1 / c per column of ``coef`` (p_rich, cols), one for every
-    t: the smallest of the regions' (:func:`region_residual_scales`), so that
-    (u - prediction) s lies in [-1, 1] for every row (post-processing of the released fit).
+    """Public residual scales s = 1 / c per column of ``coef`` (p_rich, cols): c =
+    max(1 + p_max, 1 - p_min) in [1, 2], where [p_min, p_max] holds every prediction
+    clip(phi^T coef, -1, 1) of the basis (post-processing of the released fit).
+
+    Every block's features are >= 0 and sum to at most 1, so its part of phi^T coef lies in
+    [min(0, min of its coefficients), max(0, max of its coefficients)]; the bounds add over
+    the blocks.  So u - prediction, u in [-1, 1], lies in [-c, c] and (u - prediction) / c
+    in [-1, 1]: the residuals need no clip (which biased them where it bound).
+    Non-finite coefficients take c = 2.
 
     Examples
     --------
@@ -963,14 +1086,25 @@ def residual_scales(coef, design):
     >>> residual_scales(np.full((p, 1), 0.25), des)    # predictions in [0, 0.25]: c = 1.25
     array([0.8])
     """
-    return np.min(region_residual_scales(coef, design), axis=0)
+    coef = np.asarray(coef, dtype=np.float64)
+    cols = coef.shape[1]
+    if not np.all(np.isfinite(coef)):
+        return np.full(cols, 0.5)
+    starts = _block_starts(design.key)
+    hi = np.zeros(cols)
+    lo = np.zeros(cols)
+    for a, b in zip(starts[:-1], starts[1:]):
+        blk = coef[a:b]
+        hi += np.maximum(blk.max(axis=0), 0.0)
+        lo += np.minimum(blk.min(axis=0), 0.0)
+    c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
+    return 1.0 / c
 
 
 def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
                          residual_scale=None):
-    """Pass 2 over rows: exact sums of the residual products and of their squares per block
-    and region (int64, 2^-32), stacked: (2 k R, p q), the k R sums (row b R + r: block b,
-    region r of :func:`region_of`) then the k R sums of squares.
+    """Pass 2 over rows: exact block sums of the residual products and of their squares
+    (int64, 2^-32), stacked: (2 k, p q), the k sums then the k sums of squares.
 
     Residuals clip((u - clip(prediction, -1, 1)) s, -1, 1) with ``residual_scale`` s (p +
     q,) (None: 1; PrivGCM passes :func:`residual_scales`, under which the clip never
@@ -980,7 +1114,6 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
     """
     q = U.shape[1] - p
     m = t.shape[0]
-    R = design.n_regions
     rs = np.ones(U.shape[1]) if residual_scale is None else np.asarray(residual_scale, float)
     kp = None if keep is None else np.asarray(keep, dtype=bool)
     lab = np.asarray(labels)
@@ -993,10 +1126,7 @@ def partition_block_sums(t, U, labels, design, coef_x, coef_y, p, k, keep=None,
             lab[~kp] = k
         return _sums_rows(t, U[:, :p], U[:, p:], 0.0, 1.0, 0.0, 1.0, lab, design, coef_x,
                           coef_y, k, left_out=kp is not None, residual_scale=rs)
-    if R > 1:
-        lab = lab * R + region_of(t, design.regions)
     labels = lab
-    k = k * R
     out = np.zeros((2 * k, p * q), np.int64)
     step = min(CHUNK, _EXACT_ROWS)
     for a in range(0, m, step):
@@ -1041,63 +1171,27 @@ class SumsRelease:
     squares_hardened: bool = True
 
 
-def _combination_slack(rows, entries, regions):
-    """L1 slack of the regions' weighted combination in float64 (0 with one region): each
-    combined entry is within regions 2^-52 rows of its exact value (every row adds at most 1
-    to it), on both neighbours."""
-    if regions <= 1:
-        return 0.0
-    return float(entries) * 2.0 * regions * rows * 2.0 ** -52
-
-
-def region_weights(region_scales, p, q):
-    """The regions' weights (R, p q) of the products computed with the global residual
-    scales (the smallest over the regions): w_r = (s_r,x s_r,y) / (s_x s_y) >= 1, column
-    a + p b (x index fastest)."""
-    rs = np.asarray(region_scales, dtype=np.float64).reshape(-1, p + q)
-    g = np.min(rs, axis=0)
-    rel = rs / g[None, :]
-    return np.stack([np.outer(rel[r, :p], rel[r, p:]).T.ravel() for r in range(rs.shape[0])])
-
-
-def combine_regions(sums_int, k, R, weights):
-    """The weighted block sums of (2 k R, p q) exact per-region sums: (k, p q) sums
-    sum_r w_r S_(b, r) and (k, p q) squares sum_r w_r^2 Q_(b, r), float64 (``weights``
-    (R, p q), None: 1)."""
-    a = _to_float(np.asarray(sums_int))
-    pq = a.shape[1]
-    S_ = a[:k * R].reshape(k, R, pq)
-    Q_ = a[k * R:].reshape(k, R, pq)
-    if weights is None:
-        return S_.sum(axis=1), Q_.sum(axis=1)
-    w = np.asarray(weights, dtype=np.float64).reshape(R, pq)
-    return (S_ * w[None]).sum(axis=1), (Q_ * (w * w)[None]).sum(axis=1)
-
-
-def release_block_sums(sums_int, n, design, p, q, rng, weights=None):
-    """Laplace noise on the k block sums (L1 sensitivity 2 per pair, plus conversion
-    slack), epsilon ``design.eps_sums``; for k = 1 then on the sum of squared products (L1
-    sensitivity 1 per pair, epsilon ``design.eps_squares``).  ``sums_int`` (2 k R, p q)
-    from :func:`partition_block_sums`; with R regions each region's sums are weighted by
-    ``weights`` (R, p q) first (:func:`combine_regions`): PrivGCM's w_r = c / c_r >= 1 turns
-    products scaled by the global residual scales into products scaled by the region's,
-    each still in [-1, 1] (and each square in [0, 1]).  Returns (:class:`SumsRelease`, the
-    sums' NoiseInfo, their sensitivity)."""
+def release_block_sums(sums_int, n, design, p, q, rng):
+    """Laplace noise, for k = 1, first on the sum of squared products (L1 sensitivity 1 per
+    pair, epsilon ``design.eps_squares``), then on the k block sums of the products (L1
+    sensitivity 2 per pair, epsilon ``design.eps_sums``), each plus its conversion slack.
+    ``sums_int`` (2 k, p q) from :func:`partition_block_sums`.  Returns
+    (:class:`SumsRelease`, the sums' NoiseInfo, their sensitivity)."""
     from ._private import block_counts
     k = design.k
-    R = design.n_regions
-    sums, squares = combine_regions(sums_int, k, R, weights)
+    a = np.asarray(sums_int)
     counts = block_counts(n, k)
     rows = int(counts.max())
-    sens = 2.0 * p * q + _conversion_slack(rows, k * p * q) + \
-        _combination_slack(rows, k * p * q, R)
-    released, info = laplace_mechanism(sums, sens, design.eps_sums, rng,
-                                       value_bound=float(rows))
+    sens = 2.0 * p * q + _conversion_slack(rows, k * p * q)
     if k > 1 or not design.sq_share:
+        released, info = laplace_mechanism(_to_float(a[:k]), sens, design.eps_sums, rng,
+                                           value_bound=float(rows))
         return SumsRelease(released, info.scale), info, sens
-    sens_q = 1.0 * p * q + _conversion_slack(rows, p * q) + _combination_slack(rows, p * q, R)
-    sq, info_q = laplace_mechanism(squares[0], sens_q, design.eps_squares, rng,
+    sens_q = 1.0 * p * q + _conversion_slack(rows, p * q)
+    sq, info_q = laplace_mechanism(_to_float(a[k]), sens_q, design.eps_squares, rng,
                                    value_bound=float(rows))
+    released, info = laplace_mechanism(_to_float(a[:k]), sens, design.eps_sums, rng,
+                                       value_bound=float(rows))
     return (SumsRelease(released, info.scale, sq, info_q.scale, sens_q, design.eps_squares,
                         info_q.mechanism, info_q.hardened), info, sens)
 
@@ -1117,29 +1211,6 @@ class SplineTest:
     # allowance (B^2); and the residual scales 1 / c of the x and y columns
     variance_parts: dict = field(default_factory=dict)
     residual_scales: tuple = ()
-
-
-@lru_cache(maxsize=64)
-def _canonical(d, intervals, interactions):
-    """Rich-basis coefficients (p_rich, c) of the canonical coarse directions (public).
-
-    The nested coarse cubic splines with 4 intervals per column (every function carries a
-    large share of the data, so its coefficient is resolvable) and the interaction blocks'
-    features, columns scaled to unit norm.
-    """
-    from scipy.linalg import block_diag
-    g = np.linspace(-SPLINE_RANGE, SPLINE_RANGE, 4001)
-    Bf = _bspline_values(g, 2 * intervals)
-    Bc = _bspline_values(g, 4)
-    A1 = np.linalg.lstsq(Bf, Bc, rcond=None)[0]
-    A1[np.abs(A1) < 1e-12] = 0.0
-    blocks = [A1 if j == 0 else A1[1:, 1:] for j in range(d)]
-    if interactions:
-        blocks += [np.eye(2 ** d), np.eye(2 ** d)]
-    C = block_diag(*blocks)
-    C = C / np.linalg.norm(C, axis=0)
-    C.setflags(write=False)
-    return C
 
 
 def _floored_inverse(M, floor):
@@ -1210,7 +1281,7 @@ def _test_operator(rel, design):
     :func:`spline_test` both need it): the operator is kept on the release object, keyed by
     the design's basis and the identity of the released Gram matrix, and returned
     read-only (the same array, so the same values bit for bit)."""
-    key = ("test_operator", id(rel.gram), design.d, design.intervals, design.interactions)
+    key = ("test_operator", id(rel.gram)) + design.key
     cache = rel.__dict__.setdefault("_operators", {})
     op = cache.get(key)
     if op is None:
@@ -1222,8 +1293,8 @@ def _test_operator(rel, design):
 
 def _test_operator_uncached(rel, design):
     lam = _lam(design, rel)
-    A = _insertion(design.d, design.intervals, design.interactions)
-    P = _penalty(design.d, design.intervals, design.interactions)
+    A = _insertion(design.key)
+    P = _penalty(design.key)
     return A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
 
 
@@ -1233,46 +1304,39 @@ def _fit_operators(rel, design):
                                                                                       rel))
 
 
-def _weighted_gram(rel_x, rel_y, weights):
-    """The quadratic forms' Gram matrix: sum_r w_r (G_A,r + G_B,r) over the regions (the
-    released Gram matrices without regions; ``weights`` (R,) None: 1), its eigenvalues
-    lowered by GP_SHRINK times the noise edges of the two weighted halves (each the
-    Laplace scale times sqrt of the largest row sum of w_r^2 times the regions' noise
-    maps), floored at 0."""
-    edges = 0.0
-    if weights is None or rel_x.gram_regions is None:
-        w_all = 1.0 if weights is None else float(np.asarray(weights).reshape(-1)[0])
-        gfull = w_all * (rel_x.gram + rel_y.gram)
-        for rel in (rel_x, rel_y):
-            edges += w_all * rel.gram_scale * math.sqrt(_noise_rows(rel))
-    else:
-        w = np.asarray(weights, dtype=np.float64).reshape(-1)
-        gfull = np.tensordot(w, rel_x.gram_regions + rel_y.gram_regions, axes=1)
-        for rel in (rel_x, rel_y):
-            nm = np.tensordot(w * w, rel.region_maps, axes=1)
-            edges += rel.gram_scale * math.sqrt(float(np.max(np.sum(nm, axis=1))))
-    ev, Vv = np.linalg.eigh(gfull)
+def _weighted_gram(rel_x, rel_y, weight=1.0):
+    """The quadratic forms' Gram matrix: ``weight`` (G_A + G_B), its eigenvalues lowered by
+    GP_SHRINK times the weighted noise edges of the two halves (each its lambda), floored
+    at 0."""
+    w = float(weight)
+    edges = w * (rel_x.gram_scale * math.sqrt(_noise_rows(rel_x))
+                 + rel_y.gram_scale * math.sqrt(_noise_rows(rel_y)))
+    ev, Vv = np.linalg.eigh(w * (rel_x.gram + rel_y.gram))
     return (Vv * np.maximum(ev - GP_SHRINK * edges, 0.0)) @ Vv.T
 
 
-def _shift_and_allowance(rel_x, rel_y, design, weights=None):
+def _shift_and_allowance(rel_x, rel_y, design, weight=1.0):
     """Second moment V of the fits' common shift e_x^T G e_y and the allowance B^2, per pair.
 
     Post-processing of released values and public noise scales.  V: delta-method
     tr(G C_x G C_y).  B: |(rich_x - test_x)^T G (rich_y - test_y)|, the nested fits'
     estimate of the covariance of the test fits' errors, with its own noise second moment
     removed, plus the same for the coarse canonical directions, plus ``UCB_Z`` noise
-    standard deviations.  G is the regions' Gram matrices weighted by ``weights`` (R,) (the
-    products' weights w_r = s_r,x s_r,y; None: 1, one region: a single weight), so that
-    the terms are in the products' own units (:func:`_weighted_gram`).  Returns (V, B^2,
-    estimate^2), arrays of shape (p_cols, q_cols).
+    standard deviations.  G is the released Gram matrices' sum times ``weight`` (the
+    products' weight s_x s_y, the residual scales), so that the terms are in the products'
+    own units (:func:`_weighted_gram`).  Without a check (``design.checked`` False) the
+    allowance and its estimate are 0.  Returns (V, B^2, estimate^2), arrays of shape
+    (p_cols, q_cols).
     """
-    Gp = _weighted_gram(rel_x, rel_y, weights)
+    Gp = _weighted_gram(rel_x, rel_y, weight)
     Hx, Rx = _fit_operators(rel_x, design)
     Hy, Ry = _fit_operators(rel_y, design)
     bx, by = Hx @ rel_x.cross, Hy @ rel_y.cross
     Dx, Dy = Rx @ rel_x.cross - bx, Ry @ rel_y.cross - by
     shift2 = _pair_traces(Gp, Hx, Hy, bx, by, rel_x, rel_y)
+    if not design.checked:
+        zero = np.zeros(shift2.shape)
+        return shift2, zero, zero
     est, nvar = _debiased(Dx, Dy, Rx - Hx, Ry - Hy, bx, by, rel_x, rel_y, Gp)
     if CANONICAL:
         Cx_, Cy_ = _canonical_operator(rel_x, design, Gp, Hx), _canonical_operator(rel_y, design,
@@ -1290,7 +1354,7 @@ def _canonical_operator(rel, design, Gp, H_test):
     (The products keep their order: the projection's near pseudo-inverse, floored at
     1e-12 of its trace, can be ill-conditioned, and regrouping them moved fail-safe
     designs' statistics by up to 1e-6 relative.)"""
-    C = _canonical(design.d, design.intervals, design.interactions)
+    C = _canonical(design.key)
     M = C.T @ rel.gram @ C
     floor = 2.0 * math.sqrt(2.0 * C.shape[1]) * rel.gram_scale   # the noise's spectral edge
     H_c = C @ _floored_inverse(M, floor) @ C.T
@@ -1325,28 +1389,17 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
         released = SumsRelease(np.asarray(released))
     squares, b_s, b_q = released.squares, released.sums_scale, released.squares_scale
     released = released.sums
-    # the fits' terms are second moments of sums of w_r (u - pred_x)(v - pred_y) with the
-    # products' weights w_r = s_r,x s_r,y of each region (the residual scales): G weighted
+    # the fits' terms are second moments of sums of (u - pred_x)(v - pred_y); a product is
+    # that times s_x s_y (the residual scales), its second moments times (s_x s_y)^2
     px = rel_x.cross.shape[1]
     py = rel_y.cross.shape[1]
-    if residual_scale is None:
-        rs = np.ones((design.n_regions, px + py))
-    else:
-        rs = np.asarray(residual_scale, dtype=np.float64)
-        rs = rs.reshape(-1, px + py)
-    shift2 = np.empty(px * py)
-    allow2 = np.empty(px * py)
-    est2 = np.empty(px * py)
-    cache = {}
-    for b_ in range(py):
-        for a_ in range(px):
-            w = rs[:, a_] * rs[:, px + b_]
-            key = w.tobytes()
-            if key not in cache:
-                cache[key] = _shift_and_allowance(rel_x, rel_y, design, w)
-            sh, al, es = cache[key]
-            j_ = a_ + px * b_                # x index fastest, as the products
-            shift2[j_], allow2[j_], est2[j_] = sh[a_, b_], al[a_, b_], es[a_, b_]
+    rs = (np.ones(px + py) if residual_scale is None else
+          np.asarray(residual_scale, dtype=np.float64).reshape(px + py))
+    shift2, allow2, est2 = _shift_and_allowance(rel_x, rel_y, design)
+    unit = np.outer(rs[:px], rs[px:]) ** 2
+    shift2 = (unit * shift2).T.ravel()   # x index fastest, as the products
+    allow2 = (unit * allow2).T.ravel()
+    est2 = (unit * est2).T.ravel()
     k, c = released.shape
     S = released.sum(axis=0)
     sq = squares is not None
@@ -1399,7 +1452,7 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
     parts = {"sampling": float(samp_var[j]), "noise": 2.0 * b_s * b_s if sq else 0.0,
              "shift": float(max(shift2[j], 0.0)), "allowance": float(allow2[j]),
              "estimate": float(est2[j])}
-    rs_t = tuple(float(v) for v in np.min(rs, axis=0))
+    rs_t = tuple(float(v) for v in rs)
     return SplineTest(float(stats_[j]), float(pval), name if c == 1 else
                       f"max {name} (Bonferroni)", share, certified, parts, rs_t)
 
@@ -1408,7 +1461,8 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
 def fit_check(test, design):
     """The result's fit check (public numbers and post-processed released values)."""
     return {"certified": bool(test.certified), "resolvable": bool(design.certified),
-            "columns": int(design.d), "assume_additive": bool(design.assume_additive),
+            "columns": int(design.d), "model": design.model,
+            "assume_additive": bool(design.assume_additive), "checked": bool(design.checked),
             "allowance_share": float(test.allowance_share), "intervals": design.intervals,
             "rich_intervals": design.rich_intervals, "interactions": design.interactions,
             "fit_share": design.eps_fit / (design.eps_fit + design.eps_test),
@@ -1419,12 +1473,9 @@ def fit_check(test, design):
 
 def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity, sums=None):
     """The privacy record's mechanism string of the spline path (in memory and on Dask)."""
-    inter = (", with multilinear interaction blocks on [-3, 3]^d and, in the rich fit, "
-             "[-2, 2]^d" if design.interactions else "")
-    fit = (f"released nested cubic-spline regression (normal-quantile and uniform knots, "
-           f"resolution {design.rich_intervals} per column of z, {design.n_features()} "
-           f"features for {design.d} "
-           f"column(s){inter}; rows split into two halves by a data-independent partition, "
+    fit = (f"released nested regression ({model_text(design)}; {design.n_features()} "
+           f"features, {design.n_blocks} block(s); rows split into two halves by a "
+           f"data-independent partition, "
            f"x fitted on one and y on the other; {rel_x.mechanism} on the Gram matrices "
            f"(L1 sensitivity {rel_x.gram_sensitivity:g}, epsilon {rel_x.gram_epsilon:g}) and "
            f"{rel_x.cross_mechanism} on the cross-products (L1 sensitivity "
@@ -1442,26 +1493,59 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
             f"{design.eps_test:g})")
 
 
+def model_text(design):
+    """What the released regression fits (public words, for the record and the caveats)."""
+    d, r, i = design.d, design.rich_intervals, design.intervals
+    if design.model == "linear":
+        chk = ("; the rich fit, a cubic polynomial in each column, checks it" if
+               design.checked else "; not checked")
+        return f"a linear function of each of the {d} column(s) of z{chk}"
+    if design.model == "additive" and d > 1:
+        chk = ("; the rich fit adds a multilinear interaction block, the check" if
+               design.checked else "; interactions not checked")
+        return (f"cubic splines additive in the {d} columns of z, {i} intervals per column "
+                f"(the rich fit {r}){chk}")
+    if d == 2:
+        return (f"the tensor product of the two columns' cubic splines (their interactions "
+                f"included), {i} intervals per column (the rich fit {r})")
+    return f"cubic splines in z, {i} intervals (the rich fit {r})"
+
+
 def additive_caveat(design):
-    """The caveat on what the released regression represents (in memory and on Dask)."""
-    if design.assume_additive and design.d > 1:
-        return ("assume_additive=True: the user assumed E[X | Z] and E[Y | Z] additive in the "
-                "columns of z; no interaction between columns was fitted or checked, so the "
-                "level rests on that assumption (cubic splines on (z - z_center) / z_scale; "
-                "rows beyond [-4, 4] in any column left out; a nested rich fit's estimated bias is in the variance).")
-    return ADDITIVE_CAVEAT
+    """The caveat on what the released regression represents and what it cannot see (in
+    memory and on Dask): the model, its resolution contract, and a stated model's check."""
+    base = ("the released regression: " + model_text(design) + ", on t = (z - z_center) / "
+            "z_scale (z must be on a unit scale; rows beyond [-4, 4] in any column are left "
+            "out of the fit and the test).  ")
+    if design.model == "linear":
+        what = ("assume='linear': the user stated that E[X | Z] and E[Y | Z] are linear in "
+                "the columns of z; ")
+        what += ("the nested cubic fit's estimated bias is in the variance, and the test "
+                 "refuses (p = 1, fail-safe) where it finds the assumption false; what it "
+                 "cannot see (structure beyond a cubic in one column, interactions of "
+                 "columns) is not covered." if design.checked else
+                 "at this n and epsilon the assumption could not be checked, so the level "
+                 "rests on it.")
+        return base + what
+    if design.model == "additive" and design.d > 1:
+        what = ("assume='additive': the user stated that E[X | Z] and E[Y | Z] are additive "
+                "in the columns of z; ")
+        what += ("the nested fit's multilinear interaction block checks it (estimated bias "
+                 "in the variance; p = 1, fail-safe, where it finds interactions); "
+                 "interactions that are not multilinear are not covered." if design.checked
+                 else "interactions of the columns could not be checked at this n and "
+                 "epsilon (or with more than 4 columns), so the level rests on the "
+                 "assumption.")
+        return base + what
+    return base + ("The nested rich fit's estimated bias is in the variance; what varies "
+                   f"faster than the rich fit's knots ({design.rich_intervals} intervals "
+                   "per column) is not seen, and the level was measured on the designs in "
+                   "the documentation, not proved.")
 
 
-ADDITIVE_CAVEAT = ("the released regression: cubic splines on (z - z_center) / z_scale "
-                   "(z must be on a unit scale; rows beyond [-4, 4] in any column are "
-                   "left out of the fit and the test), additive in the columns "
-                   "of z with multilinear interactions for 2 to 4 columns; the public rule "
-                   "checks that every central direction is resolved and certifies no fit "
-                   "on two or more columns unless assume_additive=True (else p = 1), and a "
-                   "nested rich fit's estimated bias is in the "
-                   "variance; what neither fit represents (structure finer than the rich "
-                   "basis) is not covered, and the level was measured on the designs in the "
-                   "documentation, not proved.")
+ADDITIVE_CAVEAT = ("the released regression: cubic splines on (z - z_center) / z_scale; "
+                   "what varies faster than the rich fit's knots is not seen, and the level "
+                   "was measured on the designs in the documentation, not proved.")
 
 
 def spline_releases(rel_x, rel_y, design, info, sums_sensitivity, sums=None):
@@ -1478,11 +1562,12 @@ def spline_releases(rel_x, rel_y, design, info, sums_sensitivity, sums=None):
         out.append(Release(f"fit of {what}: cross-products", rel.cross_epsilon,
                            rel.cross_sensitivity, rel.cross_scale, rel.cross_mechanism, half))
     if isinstance(sums, SumsRelease) and sums.squares is not None:
-        out.append(Release("sum of residual products", design.eps_sums, sums_sensitivity,
-                           info.scale, info.mechanism))
+        # drawn in this order: the squares' noise first, then the sum's
         out.append(Release("sum of squared residual products", sums.squares_epsilon,
                            sums.squares_sensitivity, sums.squares_scale,
                            sums.squares_mechanism))
+        out.append(Release("sum of residual products", design.eps_sums, sums_sensitivity,
+                           info.scale, info.mechanism))
         return tuple(out)
     out.append(Release(f"{design.k} block sums", design.eps_test, sums_sensitivity, info.scale,
                        info.mechanism))

@@ -20,6 +20,12 @@ class DegenerateStatisticWarning(RuntimeWarning):
     """The residual products have zero variance, so the GCM statistic is undefined."""
 
 
+class FailSafeWarning(UserWarning):
+    """A private test returned the fail-safe p = 1 because its released statistics say
+    the fit cannot be trusted (not evidence of independence); emitted from the released
+    result itself (post-processing)."""
+
+
 _SQRT2 = math.sqrt(2.0)
 
 
