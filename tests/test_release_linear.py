@@ -253,3 +253,22 @@ def test_additive_clipping_caveat_accounts_for_the_noise():
     assert any("column 1" in c and "clipping bound" in c for c in tab.caveats)
     assert tab.edge_share_noise() == pytest.approx(
         tab.noise_scale * math.sqrt(2 * (2 * 6 + 4)) / 10_000)
+
+
+def test_statistic_uses_the_sampling_and_the_noise_variance():
+    """z = T / sqrt(sampling + noise) and the detectable correlation from the same variance;
+    in a noise-dominated release (n = 2000, eps = 0.5, 6 columns) the noise part is most of
+    it, and at |S| = 0 it is about 2 scale^2 (the entry (i, j) moves T one for one)."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2000, 6)) / 2.0
+    tab = privci.release(X, epsilon=0.5, bounds=4.0, rng=3, statistics="linear", clip=0.5)
+    for S in ([], [2], [2, 3, 4]):
+        res = tab.test(0, 1, S, assume_linear=True)
+        parts = res.variance_parts
+        var = parts["sampling"][0] + parts["noise_bootstrap"][0]
+        assert var == pytest.approx(parts["base"][0])
+        assert res.statistic == pytest.approx(res.partial_covariance * tab.n / math.sqrt(var))
+        assert parts["noise_bootstrap"][0] > 2.0 * parts["sampling"][0]
+    res0 = tab.test(0, 1)
+    assert res0.variance_parts["noise_bootstrap"][0] == pytest.approx(
+        2 * tab.noise_scale ** 2, rel=0.4)
