@@ -43,10 +43,9 @@ def test_sensitivity_holds_on_adversarial_neighbours(nv):
     for _ in range(300):
         row = rng.choice(specials, size=nv) if rng.uniform() < 0.7 else rng.uniform(-2, 2, nv)
         d = base.copy()
-        d[11] = np.nan_to_num(row, nan=0.0) if rng.uniform() < 0.5 else row
+        d[11] = row           # NaN and infinities too: the row map is bounded for any input
         with np.errstate(invalid="ignore"):
-            d = np.where(np.isnan(d), 0.0, d)
-        worst = max(worst, float(np.abs(_released_vector(d) - ref).sum()))
+            worst = max(worst, float(np.abs(_released_vector(d) - ref).sum()))
     assert worst <= bound
 
 

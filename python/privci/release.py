@@ -1303,9 +1303,11 @@ def _cov_features(U):
     Rounding to nearest keeps |u| <= 1 (the grid holds -1 and 1), so the bound of
     :func:`covariance_sensitivity` holds for the rounded values."""
     m, nv = U.shape
+    U = np.clip(np.nan_to_num(np.asarray(U, dtype=np.float64), nan=0.0, posinf=1.0,
+                              neginf=-1.0), -1.0, 1.0)    # any input: a row in [-1, 1]^V
     F = np.empty((m, nv + 1), np.int64)
     F[:, 0] = int(round(COV_WEIGHT * _ONE))
-    F[:, 1:] = np.rint(np.clip(U, -1.0, 1.0) * _ONE).astype(np.int64)
+    F[:, 1:] = np.rint(U * _ONE).astype(np.int64)
     return F
 
 
