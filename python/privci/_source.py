@@ -60,13 +60,13 @@ def colsum_pass(xb, yb, zb, scaling, start, stop):
     return scaled_block(xb, yb, *scaling, None).sum(axis=0)
 
 
-def _inside(zb):
-    """(m,) bool: rows whose scaled z lies in the spline's clip box [-4, 4]^d (NaN counts
-    as inside: the basis kernels read it as 0)."""
+def _inside(zb, box=None):
+    """(m,) bool: rows whose scaled z lies in the design's clip box [-box, box]^d (default
+    the spline's 4; NaN counts as inside: the basis kernels read it as 0)."""
     from . import _spline as S
     flags = np.zeros(zb.shape[0], dtype=np.uint8)
     if zb.shape[0]:
-        _kernels.rows_outside(zb, S.SPLINE_RANGE, flags)
+        _kernels.rows_outside(zb, S.SPLINE_RANGE if box is None else float(box), flags)
     return flags == 0
 
 
@@ -93,7 +93,8 @@ def spline_pass1(xb, yb, zb, spec, start, stop):
             return S._stats_rows(zb, np.ascontiguousarray(xb), np.ascontiguousarray(yb),
                                  *spec["scaling"], group, design, left_out=True)
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
-        return S.partition_stats(zb, U, group == 0, design, spec["p"], keep=_inside(zb))
+        return S.partition_stats(zb, U, group == 0, design, spec["p"],
+                                 keep=_inside(zb, design.box))
 
 
 def spline_pass2(xb, yb, zb, spec, start, stop):
@@ -113,7 +114,7 @@ def spline_pass2(xb, yb, zb, spec, start, stop):
                                 residual_scale=spec.get("res_scale"))
         U = scaled_block(xb, yb, *spec["scaling"], spec["means"])
         return S.partition_block_sums(zb, U, labels, design, spec["coef_x"], spec["coef_y"],
-                                      spec["p"], k, keep=_inside(zb),
+                                      spec["p"], k, keep=_inside(zb, design.box),
                                       residual_scale=spec.get("res_scale"))
 
 

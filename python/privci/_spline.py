@@ -90,7 +90,7 @@ RICH_BOX = 2.0            # the rich basis adds one on [-2, 2]^d
 MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
 GRAM_SHARE = 0.8          # default share of the fit's epsilon for the Gram matrices
-GRAM_SHARES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)   # the rule's choices for that share
+GRAM_SHARES = (0.3, 0.45, 0.6, 0.8)   # the rule's choices for that share
 BETA_REF = 0.25           # reference size of a fitted function in the scaled units (4-sd bounds)
 K_BLOCKS = 20             # noisy block sums of the test (the largest the rule picks)
 K_CHOICES = (1, 5, 10, 20)   # the rule's choices for k; k = 1: one noisy sum and the
@@ -185,8 +185,13 @@ def _multilinear(t, box):
 
 MODELS = ("full", "additive", "linear")
 FULL_MAX_D = 2            # the full (tensor) fit resolves interactions of at most 2 columns
-TENSOR_INTERVALS = (2, 4, 8)  # the tensor fit's choices of test intervals per column
+TENSOR_INTERVALS = (2, 4)  # the tensor fit's choices of test intervals per column (rich 4, 8)
 LINEAR_CHECK = 1          # the linear fit's check: cubic polynomials per column (no knots)
+LINEAR_RANGE = 2.0        # the unchecked linear fit: (1, t_1 / 2, ..., t_d / 2) on the box
+#                           [-2, 2]^d (rows beyond it left out of the fit and the test), which
+#                           keeps the slopes resolvable at small n (on [-4, 4] the features
+#                           would carry a quarter of their variance)
+CERT_RHO_LINEAR = 0.8     # the linear fit has no ridge (the floor only): a looser resolution
 CHECK_MAX_D = 4           # the additive fit's interaction check: multilinear, 2 to 4 columns
 
 
@@ -234,6 +239,12 @@ class Design:
         return _rich_res(self.key)
 
     @property
+    def box(self):
+        """The clip box [-box, box]^d of t: rows beyond it are left out of the fit and the
+        test (4; the unchecked linear fit's 2)."""
+        return _box(self.key)
+
+    @property
     def eps_gram(self):
         """Each half's epsilon for its Gram matrix: ``gram_share`` of the fit's."""
         return self.gram_share * self.eps_fit
@@ -263,7 +274,7 @@ class Design:
     def n_blocks(self):
         """s: the L1 bound of every feature vector (the number of blocks of the rich basis,
         each non-negative with sum at most 1)."""
-        return len(_blocks(self.key))
+        return _n_blocks_key(self.key)
 
     def n_features(self, rich=True):
         return int(_block_starts(self.key)[-1]) if rich else int(
@@ -278,6 +289,10 @@ class Design:
         return self.features_int(t) * (1.0 / _ONE)
 
 
+def _box(key):
+    return LINEAR_RANGE if _blocks(key)[0][0] == "lin" else SPLINE_RANGE
+
+
 def _rich_res(key):
     d, model, intervals, checked = key
     return intervals if model == "linear" else 2 * intervals
@@ -288,20 +303,28 @@ def _blocks(key):
     """The rich basis' blocks: ("add", j, res) a cubic B-spline block of column j (the first
     function of every additive block but the first is dropped: the blocks share the
     constant), ("tensor", (0, 1), res) the tensor product of two columns' B-splines, or
-    ("mlin", d, box) the multilinear hats on [-box, box]^d, or ("hat", j, T) the two hats
-    (1 -+ t_j / T) / 2 of column j (the unchecked linear fit; the first dropped after the
-    first column, as for "add").  Each block's features are >= 0 and sum to at most 1."""
+    ("mlin", d, box) the multilinear hats on [-box, box]^d, each block's features >= 0
+    with sum at most 1; or ("lin", d, T) the signed features (1, s_1, ..., s_d),
+    s_j = clip(t_j / T, -1, 1) of the unchecked linear fit, of L1 norm at most 1 + d (it
+    counts as 1 + d blocks in the sensitivities)."""
     d, model, intervals, checked = key
     res = _rich_res(key)
     if model == "full" and d == 2:
         return (("tensor", (0, 1), res),)
     if model == "linear" and not checked:
-        # two hats per column, (1 -+ t / T) / 2: a linear function of t, nothing more
-        return tuple(("hat", j, SPLINE_RANGE) for j in range(d))
+        # one signed block (1, s_1, ..., s_d), s_j = clip(t_j / 2, -1, 1) (rows beyond the
+        # box [-2, 2]^d are left out): a linear function of t, nothing more; L1 <= 1 + d
+        return (("lin", d, LINEAR_RANGE),)
     out = tuple(("add", j, res) for j in range(d))
     if model in ("additive", "linear") and checked and 2 <= d <= CHECK_MAX_D:
         out += (("mlin", d, INTERACTION_BOX),)
     return out
+
+
+def _n_blocks_key(key):
+    """s: the L1 bound of every rich feature vector (one per block; the signed linear block
+    counts 1 + d)."""
+    return sum((cols + 1) if kind == "lin" else 1 for kind, cols, res in _blocks(key))
 
 
 @lru_cache(maxsize=128)
@@ -313,9 +336,8 @@ def _block_starts(key):
         if kind == "add":
             size = _n_per(res) - (0 if first_add else 1)
             first_add = False
-        elif kind == "hat":
-            size = 2 - (0 if first_add else 1)
-            first_add = False
+        elif kind == "lin":
+            size = cols + 1
         elif kind == "tensor":
             size = _n_per(res) ** 2
         else:
@@ -340,10 +362,10 @@ def _features_int(key, t):
             q = _quantise_block(_bspline_values(t[:, cols], res))
             blocks.append(q if first_add else q[:, 1:])
             first_add = False
-        elif kind == "hat":
-            q = _quantise_block(_multilinear(t[:, cols:cols + 1], res))
-            blocks.append(q if first_add else q[:, 1:])
-            first_add = False
+        elif kind == "lin":
+            # 1 and clip(t_j / T, -1, 1) on the grid 2^-16 (towards zero: |q| <= 2^16)
+            sv = np.trunc(np.clip(t / res, -1.0, 1.0) * _ONE).astype(np.int64)
+            blocks.append(np.column_stack([np.full(t.shape[0], _ONE, np.int64), sv]))
         elif kind == "tensor":
             q0 = _quantise_block(_bspline_values(t[:, 0], res))
             q1 = _quantise_block(_bspline_values(t[:, 1], res))
@@ -364,11 +386,10 @@ def _feature_supports(key):
     first_add = True
     for kind, cols, res in _blocks(key):
         kv = _knots(res) if kind in ("add", "tensor") else None
-        if kind == "hat":
-            for _ in range(2 if first_add else 1):
+        if kind == "lin":
+            for _ in range(cols + 1):
                 lo.append(np.full(d, -np.inf))
                 hi.append(np.full(d, np.inf))
-            first_add = False
         elif kind == "add":
             for ell in range(0 if first_add else 1, _n_per(res)):
                 a = np.full(d, -np.inf)
@@ -443,15 +464,10 @@ def _insertion(key):
     d, model, intervals, checked = key
     blocks = _blocks(key)
     starts = _block_starts(key)
-    if model == "linear" and blocks[0][0] == "hat":
-        # 1 = h0 + h1 of column 0; t_j = T (h1 - h0) = 2 T h1_j - T (h0 + h1 of column 0)
-        T = SPLINE_RANGE
-        A = np.zeros((starts[-1], d + 1))
-        A[0:2, 0] = 1.0
-        A[0:2, 1] = (-T, T)
-        for j in range(1, d):
-            A[starts[j], j + 1] = 2.0 * T
-            A[0:2, j + 1] = -T
+    if model == "linear" and blocks[0][0] == "lin":
+        # the signed block is the test basis itself: a linear function of each winsorised
+        # column
+        A = np.eye(starts[-1])
         A.setflags(write=False)
         return A
     if model == "linear":
@@ -487,7 +503,7 @@ def _penalty(key):
     from scipy.linalg import block_diag
     d, model, intervals, checked = key
     if model == "linear":
-        P = 1e-3 * np.eye(d + 1)
+        P = 1e-3 * np.eye(_insertion(key).shape[1])
         P.setflags(write=False)
         return P
     g = _greville(intervals)
@@ -544,8 +560,15 @@ def _reference(key):
     rng = np.random.default_rng(20261126)            # a fixed, public reference sample
     z = rng.standard_normal((8192, key[0]))
     phi = _features_int(key, z) * (1.0 / _ONE)
+    phi[np.any(np.abs(z) > _box(key), axis=1)] = 0.0   # rows beyond the box are left out
     G = phi.T @ phi / z.shape[0]
     return G
+
+
+@lru_cache(maxsize=256)
+def _reference_eig(key):
+    """The eigendecomposition (w, V) of :func:`_reference` (public, cached)."""
+    return np.linalg.eigh(_reference(key))
 
 
 @lru_cache(maxsize=64)
@@ -560,7 +583,8 @@ def _central_quotients(key):
     z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
     if model == "linear":
         if not checked:
-            return np.array([1.0, float(np.mean(z[:, 0] ** 2))])
+            # every direction of the hats (the constant and each winsorised slope)
+            return np.linalg.eigvalsh(_reference(key))
         out = [np.mean(_bspline_values(z[:, 0], _rich_res(key)) ** 2, axis=0)]
         if any(b[0] == "mlin" for b in _blocks(key)):
             out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
@@ -580,7 +604,7 @@ def _central_quotients(key):
 def _lambda(n, key, eps_fit, gram_share):
     """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(the largest number of
     noisy entries in a row of the rich Gram matrix)."""
-    s = len(_blocks(key))
+    s = _n_blocks_key(key)
     return gram_sensitivity(s) / (gram_share * eps_fit) * math.sqrt(_pattern_rows(key))
 
 
@@ -592,14 +616,20 @@ def _resolvable(n, key, eps_fit, gram_share):
     lam = _lambda(n, key, eps_fit, gram_share)
     r = m * _central_quotients(key)
     rho = r / (r + lam)
-    return float(np.min(rho)) >= CERT_RHO
+    floor_only = key[1] == "linear"
+    return float(np.min(rho)) >= (CERT_RHO_LINEAR if floor_only else CERT_RHO)
 
 
+REFERENCE_INTERVALS = 8   # the rule predicts finer bases' noise at this resolution
+
+
+@lru_cache(maxsize=4096)
 def _predicted(n, key, p, q, eps, fit_share, k, gram_share=GRAM_SHARE):
     """Predicted noise variances of S on the public reference Gram of z ~ N(0, I): the
-    test's block noise, and the fit's (its shift V plus the allowance's noise part,
-    UCB_Z^2 times the nested difference's noise second moment; none without a check)."""
-    s = len(_blocks(key))
+    test's block noise, the fit's (its shift V plus the allowance's noise part, UCB_Z^2
+    times the nested difference's noise second moment; none without a check), and V
+    alone."""
+    s = _n_blocks_key(key)
     m = max(n // 2, 1)
     eps_fit = fit_share * eps
     sg = gram_sensitivity(s) / (gram_share * eps_fit)
@@ -621,13 +651,14 @@ def _predicted(n, key, p, q, eps, fit_share, k, gram_share=GRAM_SHARE):
     shift = vx * vy * float(np.sum(Ch * Ch.T))          # V: the fits' common shift
     nested = 0.0
     if key[3]:
-        R = _floored_inverse(Gr, RICH_FLOOR * lam)                 # b -> rich fit
+        w_, V_ = _reference_eig(key)                                # b -> rich fit
+        R = (V_ / np.maximum(m * w_, RICH_FLOOR * lam)) @ V_.T
         K = R - H                                                   # b -> nested difference
         Ck = G2 @ K @ K.T
         nested = vx * vy * float(np.sum(Ck * Ck.T))     # the allowance's noise second moment
     fit_var = shift + UCB_Z ** 2 * nested
     test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
-    return test_var, fit_var
+    return test_var, fit_var, shift
 
 
 def _t_quantile(df):
@@ -699,12 +730,15 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
 
     def options(key, f, g):
         """(critical value, intervals, f, g, k, sq share, key, test noise var, fit noise
-        var) of every k and squares' share at the split (f, g) and basis key."""
-        tv1, fv = _predicted(n, key, p, q, epsilon, f, 1, g)
+        var) of every k and squares' share at the split (f, g) and basis key (the noise
+        predicted at the resolution, or at REFERENCE_INTERVALS where that is coarser:
+        finer bases are ranked as that one, which bounds the rule's cost)."""
+        ref = (key[0], key[1], min(key[2], REFERENCE_INTERVALS), key[3])
+        tv1, fv, shift = _predicted(n, ref, p, q, epsilon, f, 1, g)
         for kk in ks:
             for sq in (SQ_SHARES if kk == 1 else (0.0,)):
                 crit, tv = _critical(kk, sq, samp, tv1, fv, p * q)
-                yield (-crit, key[2], f, g, kk, sq, key, tv, fv)
+                yield (-crit, key[2], f, g, kk, sq, key, tv, fv, shift)
 
     cands = []
     if model_ == "full":
@@ -736,13 +770,13 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         key = (d, model_, choices[0], model_ == "full")
         best = min((c for f in fit_shares for g in gram_shares for c in options(key, f, g)),
                    key=lambda c: c[0])
-    crit, intervals, f, g, k, sq, key, tv, fv = best
+    crit, intervals, f, g, k, sq, key, tv, fv, shift = best
     eps_fit = f * epsilon
     eps_test = _rest(epsilon, eps_fit)
     return Design(d=d, intervals=intervals, model=model_, eps_fit=eps_fit, eps_test=eps_test,
                   k=k, certified=certified, gram_share=g, checked=key[3], sq_share=sq,
                   predicted={"fit_share": f, "gram_share": g, "test_noise_var": tv,
-                             "fit_noise_var": fv, "critical": crit,
+                             "fit_noise_var": fv, "shift_var": shift, "critical": crit,
                              "sampling_var": samp, "available": available})
 
 
@@ -872,7 +906,7 @@ def _kernel_spec(key):
     have (the multilinear check block)."""
     from ._basis_kernels import make_basis
     blocks = _blocks(key)
-    if any(b[0] in ("mlin", "hat") for b in blocks):
+    if any(b[0] in ("mlin", "lin") for b in blocks):
         return None
     res = _rich_res(key)
     kv = np.asarray(_knots(res), dtype=np.float64)
@@ -1072,8 +1106,8 @@ def residual_scales(coef, design):
     clip(phi^T coef, -1, 1) of the basis (post-processing of the released fit).
 
     Every block's features are >= 0 and sum to at most 1, so its part of phi^T coef lies in
-    [min(0, min of its coefficients), max(0, max of its coefficients)]; the bounds add over
-    the blocks.  So u - prediction, u in [-1, 1], lies in [-c, c] and (u - prediction) / c
+    [min(0, min of its coefficients), max(0, max of its coefficients)]; the signed linear
+    block's in beta_0 -+ sum_j |beta_j| (|s_j| <= 1); the bounds add over the blocks.  So u - prediction, u in [-1, 1], lies in [-c, c] and (u - prediction) / c
     in [-1, 1]: the residuals need no clip (which biased them where it bound).
     Non-finite coefficients take c = 2.
 
@@ -1093,11 +1127,17 @@ def residual_scales(coef, design):
     starts = _block_starts(design.key)
     hi = np.zeros(cols)
     lo = np.zeros(cols)
-    for a, b in zip(starts[:-1], starts[1:]):
+    for (kind, _, _), a, b in zip(_blocks(design.key), starts[:-1], starts[1:]):
         blk = coef[a:b]
+        if kind == "lin":
+            # beta_0 + sum_j beta_j s_j with |s_j| <= 1
+            spread = np.sum(np.abs(blk[1:]), axis=0)
+            hi += blk[0] + spread
+            lo += blk[0] - spread
+            continue
         hi += np.maximum(blk.max(axis=0), 0.0)
         lo += np.minimum(blk.min(axis=0), 0.0)
-    c = np.maximum(1.0 + np.minimum(hi, 1.0), 1.0 - np.maximum(lo, -1.0))
+    c = np.maximum(1.0 + np.clip(hi, 0.0, 1.0), 1.0 - np.clip(lo, -1.0, 0.0))
     return 1.0 / c
 
 

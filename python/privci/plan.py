@@ -96,7 +96,7 @@ class PowerPlan:
     details: dict = field(default_factory=dict)
 
     def __repr__(self):
-        fail = ("; the fit is not resolvable here, so privgcm's fail-safe returns p = 1"
+        fail = ("; the fit is not resolvable here, so privgcm refuses (nothing is spent)"
                 if self.details.get("resolvable") is False else "")
         return (f"PowerPlan({self.test}: n = {self.n}, epsilon = {self.epsilon:.4g}, "
                 f"power = {self.power:.3f} at alpha = {self.alpha:g}; solved for "
@@ -181,31 +181,86 @@ def _crt_power(n, eps, rho, sigma, D, m, alpha, mode, draws):
     return float(np.mean(p <= alpha))
 
 
-def _spline_design(n, epsilon, d=1, assume_additive=False):
+_AUTO = ("none", "z", "all")
+
+
+def _test_epsilon(epsilon, auto):
+    """privgcm's test epsilon after its released parameters: ``auto`` "none" (every bound,
+    centre and z centre / scale public), "z" (the default z_center / z_scale "auto": 10%
+    of epsilon) or "all" (every bound and centre "auto" too: 10% + 10%)."""
+    from ._epsilon import remaining
+    if auto == "none":
+        return float(epsilon)
+    rest = remaining(float(epsilon), 0.1 * float(epsilon))
+    if auto == "all":
+        rest = remaining(rest, 0.1 * float(epsilon))
+    return rest
+
+
+def _spline_design(n, epsilon, d=1, model="full", auto="none"):
     """The spline rule's design at (n, epsilon) for d columns of z (one x and one y column)."""
     from ._spline import choose_design
-    return choose_design(max(int(n), 4), int(d), 1, 1, float(epsilon),
-                         assume_additive=bool(assume_additive))
+    return choose_design(max(int(n), 4), int(d), 1, 1, _test_epsilon(epsilon, auto),
+                         model=model)
 
 
-def _spline_constant(n, epsilon, d=1, assume_additive=False):
-    """C = 2 / (the test's share of epsilon) under the spline rule."""
-    des = _spline_design(n, epsilon, d, assume_additive)
-    return 2.0 * float(epsilon) / des.eps_test
+def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n_blocks):
+    """(power, noncentrality, design) of the released spline regression's test.
 
+    The products are the residuals in window units divided by the residual scales
+    c = 1 + range (``ranges``: the largest |E[X | Z] - centre| / bound and the same for Y,
+    which c bounds from above), so the effect is n rho / (c_x c_y) and the sampling
+    variance n sigma^2 / (c_x c_y)^2.  The released fit adds its predicted shift V (the
+    rule's delta method on the reference Gram of z ~ N(0, I), coefficients of size 0.25)
+    to the spread of S and, with the allowance's noise part, to the variance the test
+    uses.  k = 1: S plus Laplace(b_S), compared with the normal-Laplace critical value of
+    the variance Q + b_Q + V + allowance (Q its expectation); k >= 2: a noncentral t."""
+    from scipy import stats
 
-def _spline_blocks(n_blocks, n, epsilon, d=1, assume_additive=False):
-    """The block count privgcm uses: the spline rule's for "auto", else as given."""
+    from ._spline import SQ_UCB, _t_quantile
+    from ._stats import normal_laplace_critical, normal_laplace_sf
+    eps_t = _test_epsilon(epsilon, auto)
+    des = _spline_design(n, epsilon, d, model, auto)
+    if not des.certified:
+        return 0.0, 0.0, des
     if n_blocks != "auto":
-        return _n_blocks(n_blocks, n)
-    return int(_spline_design(n, epsilon, d, assume_additive).k)
+        from ._spline import choose_design
+        des = choose_design(max(int(n), 4), int(d), 1, 1, eps_t, k=int(n_blocks), model=model)
+    c2 = ((1.0 + ranges[0]) * (1.0 + ranges[1])) ** 2
+    mu = n * rho / math.sqrt(c2)
+    samp = n * sigma ** 2 / c2
+    pr = des.predicted
+    fv = pr["fit_noise_var"] / c2
+    shift = pr.get("shift_var", 0.0) / c2
+    k = des.k
+    if k == 1 and des.sq_share:
+        b_s = 2.0 / des.eps_sums
+        b_q = 1.0 / des.eps_squares
+        crit = normal_laplace_critical(math.sqrt(samp + SQ_UCB * b_q + fv), b_s, alpha)
+        sd = math.sqrt(samp + shift)
+        if mode == 0:
+            pw = normal_laplace_sf(crit - mu, sd, b_s) + normal_laplace_sf(crit + mu, sd, b_s)
+        else:
+            crit1 = normal_laplace_critical(math.sqrt(samp + SQ_UCB * b_q + fv), b_s,
+                                            2.0 * alpha)
+            pw = normal_laplace_sf(crit1 - (mu if mode == 1 else -mu), sd, b_s)
+        return float(min(1.0, pw)), mu / math.sqrt(samp + shift + 2 * b_s * b_s), des
+    tv = k * 2.0 * (2.0 / des.eps_test) ** 2
+    nc = mu / math.sqrt(samp + tv + fv)
+    df = k - 1
+    if mode == 0:
+        c = float(_t_quantile(df)) if alpha == 0.05 else float(stats.t.isf(alpha / 2, df))
+        pw = float(stats.nct.sf(c, df, nc) + stats.nct.cdf(-c, df, nc))
+    else:
+        c = float(stats.t.isf(alpha, df))
+        pw = float(stats.nct.sf(c, df, nc if mode == 1 else -nc))
+    return min(1.0, pw), nc, des
 
 
-def _additive_hint(d, assume_additive):
-    if d >= 2 and not assume_additive:
-        return ("; without assume_additive=True no fit on two or more columns is "
-                "certified (their interactions cannot be), so state it if E[X | Z] and "
-                "E[Y | Z] are additive")
+def _additive_hint(d, model):
+    if d >= 2 and model == "full":
+        return ("; the full fit resolves at most 2 columns, and more only slowly with n "
+                "epsilon: a stated model (assume='additive' or 'linear') resolves sooner")
     return ""
 
 
@@ -213,7 +268,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
          x_bound=1.0, y_bound=1.0, x_residual_bound=None, ridge_lambda=5.0,
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
          alternative="two-sided", n_mc=20000, rng=0, regression="spline", z_columns=1,
-         assume_additive=False):
+         assume_additive=False, assume=None, auto="z", ranges=0.25):
     """Approximate power of PrivGCM or PrivCRT, or the smallest n or epsilon for a target power.
 
     Parameters
@@ -250,22 +305,23 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         PrivCRT's m.
     regression : {"spline", "krr"}, default "spline"
         PrivGCM's regression.  "spline" (privgcm's default with z): the
-        products (residuals in [-1, 1]; privgcm divides them by a public scale
-        c in [1, 2] from the released fit, which lowers the effect by up to 4x:
-        not modelled here, part of the upper approximation) have sensitivity 2 and get
-        the test's share of epsilon (``privci._spline.choose_design``'s rule at
-        (n, epsilon) for one column of z) on the rule's number of block sums
-        (5, 10 or 20), i.e. an effective constant C = 2 / share with
-        ``n_blocks="auto"``;
-        ``sensitivity`` and ``ridge_lambda`` are not used.  The released fit's
-        own noise (accounted for by the test) is ignored here, so the power
-        is an upper approximation (measured on the paper's design: 1.00 where
-        this gives 1.00).  Where the rule cannot resolve the fit at (n,
-        epsilon, ``z_columns``), privgcm's fail-safe returns p = 1, so the
-        power is 0 here (``details["resolvable"]`` is False) and a solved n or
-        epsilon is at least the smallest one the rule resolves.  "krr": the
-        paper's mechanism with ``sensitivity``, ``ridge_lambda`` and
-        ``n_blocks``.
+        public rule's design at (n, the test's epsilon, ``z_columns``, the
+        model) (``privci._spline.choose_design``), the residual products
+        divided by the residual scales c = 1 + ``ranges`` (the effect and its
+        sd shrink by c_x c_y), the released fit's predicted noise (its shift
+        in the spread of S, with the bias allowance's noise part in the
+        variance the test uses; on the reference of z ~ N(0, I) and smooth
+        regressions), and the test itself (one noisy sum with its released
+        variance: the exact normal-Laplace critical value; k >= 2 block sums:
+        a noncentral t).  Where the rule cannot resolve the fit, privgcm
+        refuses (``UnresolvableDesignError``), so the power is 0 here
+        (``details["resolvable"]`` is False) and a solved n or epsilon is at
+        least the smallest one the rule resolves.  Not modelled: regressions
+        that are not smooth at the fit's resolution (a kink, a step; their bias
+        allowance lowers the power, so this is then an upper approximation),
+        z far from normal.  ``sensitivity`` and ``ridge_lambda`` are not used.
+        "krr": the paper's mechanism with ``sensitivity``, ``ridge_lambda``
+        and ``n_blocks``.
     alpha : float, default 0.05
     alternative : {"two-sided", "greater", "less"}
     n_mc : int, default 20000
@@ -276,11 +332,21 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         The number of columns of z (PrivGCM with ``regression="spline"``
         only): the rule's design, its epsilon split and whether it can
         resolve the fit depend on it.
-    assume_additive : bool, default False
+    assume : None, "additive" or "linear"
         As in :func:`privci.privgcm` (``regression="spline"`` only): the
-        user's public assumption that E[X | Z] and E[Y | Z] are additive.
-        Without it, two or more columns of z are resolvable only where the
-        rule can fit their products.
+        stated model.  None: the full fit (one or two columns of z).
+    assume_additive : bool, default False
+        The older spelling of ``assume="additive"``.
+    auto : {"z", "none", "all"}, default "z"
+        Which of privgcm's parameters are released (and spend epsilon):
+        "z" privgcm's default (z_center and z_scale "auto", 10% of epsilon),
+        "none" (every bound, centre, z_center and z_scale public), "all"
+        (x and y bounds and centres "auto" too: 10% + 10%; the windows are
+        then those the release finds, about 4 sd: pass them as ``x_bound``,
+        ``y_bound``).
+    ranges : float or (float, float), default 0.25
+        The spline fit's residual scales c = 1 + range: the largest
+        |E[X | Z] - x_center| / x_bound (and the same for Y) over the data.
 
     Returns
     -------
@@ -312,14 +378,14 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     0.7
     >>> p = plan("privgcm", n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
     >>> round(p.power, 2), p.n_blocks          # the default: the released spline fit
-    (1.0, 10)
+    (1.0, 1)
     >>> p = plan("privgcm", n=442, epsilon=8.0, effect=0.2, z_columns=3,
-    ...          assume_additive=True)         # three columns of z at n = 442
-    >>> p.power, p.details["resolvable"]       # privgcm's fail-safe: p = 1 whatever the data
+    ...          assume="additive")            # three columns of z at n = 442
+    >>> p.power, p.details["resolvable"]       # privgcm refuses: nothing is resolvable
     (0.0, False)
-    >>> e = plan("privgcm", n=442, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
-    >>> e.details["resolvable"], e.epsilon > 8     # the smallest epsilon that resolves it
-    (True, True)
+    >>> plan("privgcm", n=442, epsilon=8.0, effect=0.2, z_columns=3,
+    ...      assume="linear").details["resolvable"]   # the linear model is
+    True
     >>> round(plan("privcrt", n=1000, epsilon=2.0, effect=0.5, x_bound=4, y_bound=4).power, 2)
     0.96
     """
@@ -361,25 +427,32 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                          f"{V._short(regression)} instead.")
     spline = test == "privgcm" and regression == "spline"
     z_columns = V.check_int(z_columns, "z_columns", 1)
-    if not isinstance(assume_additive, (bool, np.bool_)):
-        raise TypeError("`assume_additive` must be True or False; got "
-                        f"{V._short(assume_additive)} instead.")
-    assume_additive = bool(assume_additive)
-    if not spline and (z_columns != 1 or assume_additive):
-        raise ValueError("`z_columns` and `assume_additive` apply to test='privgcm' with "
-                         f"regression='spline' only; got z_columns={z_columns}, "
-                         f"assume_additive={assume_additive} with test={test!r}, "
+    from ._params import _check_assume
+    if not spline and (z_columns != 1 or assume_additive or assume is not None):
+        raise ValueError("`z_columns`, `assume` and `assume_additive` apply to "
+                         "test='privgcm' with regression='spline' only; got "
+                         f"z_columns={z_columns}, assume={assume!r}, "
+                         f"assume_additive={assume_additive!r} with test={test!r}, "
                          f"regression={regression!r}.")
+    model = _check_assume(assume, assume_additive, spline) if spline else "full"
+    if auto not in _AUTO:
+        raise ValueError(f"`auto` must be one of {_AUTO}; got {V._short(auto)} instead.")
+    rng_ = (ranges, ranges) if isinstance(ranges, numbers.Real) and not isinstance(
+        ranges, bool) else tuple(ranges) if isinstance(ranges, (tuple, list)) else None
+    if rng_ is None or len(rng_) != 2 or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 <= v <= 1
+            for v in rng_):
+        raise ValueError("`ranges` must be a number in [0, 1] or two of them (x, y); got "
+                         f"{V._short(ranges)} instead.")
+    rng_ = (float(rng_[0]), float(rng_[1]))
     if spline:
         if sensitivity is not None:
             raise ValueError("`sensitivity` applies to regression='krr' only; got "
                              f"{V._short(sensitivity)} with regression='spline'.")
-
-        def C(nn, ee):
-            return _spline_constant(nn, ee, z_columns, assume_additive)
+        C = None
 
         def resolvable(nn, ee):
-            return bool(_spline_design(nn, ee, z_columns, assume_additive).certified)
+            return bool(_spline_design(nn, ee, z_columns, model, auto).certified)
         n_blocks = "auto" if n_blocks is None else n_blocks
     else:
         C = _sensitivity(test, sensitivity, ridge_lambda)
@@ -397,18 +470,25 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                              f"{V._short(n_blocks)} instead.")
 
         def blocks(nn, ee):
-            if callable(C):
-                return _spline_blocks(n_blocks, nn, ee, z_columns, assume_additive)
+            if spline:
+                if n_blocks != "auto":
+                    return _n_blocks(n_blocks, nn) if n_blocks != 1 else 1
+                return int(_spline_design(nn, ee, z_columns, model, auto).k)
             return _n_blocks(n_blocks, nn)
 
         def pw(nn, ee):
-            if not resolvable(nn, ee):
-                return 0.0          # the fail-safe: p = 1 whatever the data
-            c = C(nn, ee) if callable(C) else C
-            return _gcm_power(nn, ee, rho, sigma, c, blocks(nn, ee), alpha, mode)[0]
-        approx = ("normal approximation N(sqrt(n) rho / sigma', 1), one block per row"
-                  if n_blocks is None else
-                  "noncentral t (k - 1 df) for the t statistic of k noisy block means")
+            if spline:
+                return _spline_power(nn, ee, rho, sigma, z_columns, model, auto, rng_, alpha,
+                                     mode, n_blocks)[0]
+            return _gcm_power(nn, ee, rho, sigma, C, blocks(nn, ee), alpha, mode)[0]
+        if spline:
+            approx = ("the released spline regression: its public design, residual scales "
+                      "1 + ranges, the fit's predicted noise, and the normal-Laplace "
+                      "critical value of one noisy sum (or a noncentral t for k block sums)")
+        else:
+            approx = ("normal approximation N(sqrt(n) rho / sigma', 1), one block per row"
+                      if n_blocks is None else
+                      "noncentral t (k - 1 df) for the t statistic of k noisy block means")
     else:
         m = V.check_int(n_resamples, "n_resamples", 1)
         if 1.0 / (m + 1.0) > alpha:
@@ -432,8 +512,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         if not resolvable(10 ** 9, epsilon):
             raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: the "
                              f"released regression on {z_columns} columns of z is not "
-                             "resolvable even at n = 10^9 (privgcm's fail-safe returns "
-                             f"p = 1){_additive_hint(z_columns, assume_additive)}.")
+                             "resolvable even at n = 10^9 (privgcm refuses it)"
+                             f"{_additive_hint(z_columns, model)}.")
         if limit < power:
             raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: even "
                              f"n = 10^9 gives about {limit:.3f}.")
@@ -453,8 +533,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         if not resolvable(n, 1e6):
             raise ValueError(f"power {power:g} is out of reach at n = {n}: the released "
                              f"regression on {z_columns} columns of z is not resolvable even "
-                             "at epsilon = 10^6 (privgcm's fail-safe returns p = 1)"
-                             f"{_additive_hint(z_columns, assume_additive)}.")
+                             "at epsilon = 10^6 (privgcm refuses it)"
+                             f"{_additive_hint(z_columns, model)}.")
         if limit < power:
             raise ValueError(f"power {power:g} is out of reach at n = {n}: even without privacy "
                              f"noise the approximation gives about {limit:.3f}; increase n.")
@@ -470,11 +550,21 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     k = blocks(n, epsilon) if test == "privgcm" else None
     if spline:
         details["z_columns"] = z_columns
-        details["assume_additive"] = assume_additive
+        details["assume"] = None if model == "full" else model
+        details["assume_additive"] = model == "additive"
         details["resolvable"] = resolvable(n, epsilon)
-    if callable(C):
-        C = C(n, epsilon)
-    nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" else None
+        details["auto"] = auto
+        details["ranges"] = rng_
+        _, nc, des = _spline_power(n, epsilon, rho, sigma, z_columns, model, auto, rng_, alpha,
+                                   mode, n_blocks)
+        details["model"] = des.model
+        details["checked"] = bool(des.checked)
+        details["intervals"] = int(des.intervals)
+        details["fit_share"] = float(des.predicted["fit_share"])
+        C = 2.0 * float(epsilon) / max(des.eps_sums, 1e-300)
+    else:
+        nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" \
+            else None
     return PowerPlan(test=test, solved_for=solve, n=int(n), epsilon=float(epsilon),
                      power=float(pval), alpha=alpha, effect=effect, effect_sd=float(effect_sd),
                      rho=rho, sigma=sigma, sensitivity=C, n_blocks=k, noncentrality=nc,
