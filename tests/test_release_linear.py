@@ -271,3 +271,18 @@ def test_statistic_uses_the_sampling_and_the_noise_variance():
     res0 = tab.test(0, 1)
     assert res0.variance_parts["noise_bootstrap"][0] == pytest.approx(
         2 * tab.noise_scale ** 2, rel=0.4)
+
+
+def test_auto_bounds_share_epsilon_with_the_moments():
+    """bounds='auto': the private centres/bounds get auto_share of epsilon and the moments
+    the rest (sequential composition), charged once."""
+    rng = np.random.default_rng(21)
+    X = 50 + 10 * rng.normal(size=(4000, 3))
+    budget = PrivacyBudget(2.0)
+    tab = privci.release(X, epsilon=2.0, bounds="auto", centers="auto", rng=1,
+                         statistics="linear", budget=budget)
+    assert budget.spent == 2.0 and len(budget.ledger) == 1
+    assert tab.auto_epsilon == pytest.approx(0.2)
+    assert tab.noise_scale == pytest.approx(covariance_sensitivity(3) / 1.8)
+    assert not any("clipping bound" in c for c in tab.caveats)
+    assert abs(tab.column_moments(0)[0]) < 0.2          # the private centre fits
