@@ -16,14 +16,21 @@ def test_demo_prints_all_tests():
     for name in ["GCM", "PrivGCM", "CRT", "PrivCRT", "diabetes", "simulation"]:
         assert name in text
     assert len(rows) == 14
-    pvals = [float(r[4]) for r in rows]
+    pvals = [float(r[4].split()[0]) for r in rows]
     assert all(0 <= p <= 1 for p in pvals)
     # the non-private GCM detects bmi -> progression in the clinical data
     assert pvals[0] < 1e-6
     # the diabetes PrivGCM rows are fail-safe (three columns of z at n = 442): p = 1, and
     # the footnote gives the smallest epsilon the rule resolves, which the rule confirms
     safe = [r for r in rows if "fail-safe" in r[-1]]
-    assert safe and all(float(r[4]) == 1.0 and "diabetes" in r[1] for r in safe)
+    assert safe and all(float(r[4].split()[0]) == 1.0 and "diabetes" in r[1] for r in safe)
+    # ... and the p-value cell itself says fail-safe (issue 37, item 6)
+    assert all(r[4] == "1 (fail-safe)" for r in safe)
+    assert all("fail-safe" not in r[4] for r in rows if r not in safe)
+    # PrivCRT's floor: 1/20 with the default m = 19 (issue 37, item 5)
+    assert "PrivCRT with m = 19 resamples: its p-value is (1 + rank) / 20, never below " \
+           "1/20 = 0.05, so it rejects at level alpha when p <= alpha." in text
+    assert all(float(r[4]) >= 0.05 for r in rows if r[0] == "PrivCRT")
     from privci._spline import choose_design
     e = cli._smallest_resolvable_epsilon(442, 3, True)
     assert f"resolvable only from epsilon of about {e:.3g}" in text
@@ -37,7 +44,7 @@ def test_demo_prints_all_tests():
     found = [float(sim[0][4]) <= 0.05]
     for seed in (4, 5):
         more = cli.demo(seed=seed, out=io.StringIO())
-        found += [float(r[4]) <= 0.05 for r in more
+        found += [float(r[4].split()[0]) <= 0.05 for r in more
                   if r[0] == "PrivGCM" and "alternative" in r[1]]
     assert sum(found) >= 2, found
 
@@ -75,8 +82,8 @@ def test_privgcm_subcommand_centres(csv_file, capsys):
                          x_bound=5, y_bound=8, x_center=0.5, y_center=-0.2, rng=1, regression="krr")
     uncentred = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
                                x_bound=5, y_bound=8, rng=1, regression="krr")
-    assert f"statistic={ref.statistic:g}," in out.replace(" ", "")
-    assert f"statistic={uncentred.statistic:g}," not in out.replace(" ", "")
+    assert f"statistic={ref.statistic:g}(" in out.replace(" ", "")
+    assert f"statistic={uncentred.statistic:g}(" not in out.replace(" ", "")
     assert cli.main(common + ["--center-epsilon", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "0.2 for the released centres, 1.8 for the residual products" in out
@@ -330,3 +337,21 @@ def test_cli_assume_additive_reaches_privgcm(tmp_path, capsys):
     additive = capsys.readouterr().out
     assert "p-value is set to 1" in plain
     assert "assume_additive=True" in additive and "p-value is set to 1" not in additive
+
+
+def test_warm_subcommand_runs_every_step_and_reports_failures(monkeypatch, capsys):
+    """``privci warm`` runs the warm-up steps, prints one line per step and exits 1 when
+    one failed (the steps themselves are tested in test_cold_start.py)."""
+    from privci import _warm
+    ran = []
+    monkeypatch.setattr(_warm, "STEPS", (("first", lambda: ran.append(1)),
+                                         ("second", lambda: ran.append(2))))
+    assert cli.main(["warm"]) == 0 and ran == [1, 2]
+    out = capsys.readouterr().out
+    assert "first" in out and "second" in out and "the kernels are cached" in out
+
+    def broken():
+        raise RuntimeError("no compiler")
+    monkeypatch.setattr(_warm, "STEPS", (("broken", broken), ("after", lambda: ran.append(3))))
+    assert cli.main(["warm"]) == 1 and ran[-1] == 3
+    assert "FAILED broken: RuntimeError: no compiler" in capsys.readouterr().out

@@ -309,6 +309,39 @@ def test_data_with_arrays_or_bad_names(frame, kwargs, exc, match):
         gcm(data=frame, **kwargs)
 
 
+@pytest.mark.parametrize("call, match", [
+    # the data frame passed first, the column names after it (issue 37, item 9)
+    (lambda f: privci.privgcm(f, "bmi", "progression", epsilon=1, x_bound=4, y_bound=4),
+     r"the first argument is a data frame and the next are column names \('bmi', \.\.\.\): "
+     r"to name columns of a data frame, pass it as `data=`: "
+     r"privgcm\(data=df, x='bmi', y='progression', \.\.\.\)\."),
+    (lambda f: privci.gcm(f, "bmi", "progression", ["age", "sex"]),
+     r"gcm\(data=df, x='bmi', y='progression', z=\['age', 'sex'\], \.\.\.\)"),
+    (lambda f: privci.privcrt(f, "bmi", "progression", z=["age"], epsilon=1, model_x=None,
+                              y_bound=4, x_residual_bound=4),
+     r"privcrt\(data=df, x='bmi', y='progression', z=\['age'\], \.\.\.\)"),
+    # names without any data frame
+    (lambda f: privci.gcm(x="bmi", y="progression"),
+     r"`x` must be array-like with one row per observation; got the column name 'bmi' but "
+     r"no data frame: pass the data frame as `data=`"),
+    (lambda f: privci.crt(f["bmi"].to_numpy(), f["progression"].to_numpy(), ["age"],
+                          model_x=None),
+     r"`z` must be array-like .* got the column name \['age'\] but no data frame"),
+])
+def test_column_names_without_data_say_to_pass_data(frame, call, match):
+    with pytest.raises(TypeError, match=match):
+        call(frame)
+
+
+def test_arrays_and_frames_as_data_still_work_without_data(frame):
+    """A one-column data frame or arrays as x, y, z are data, not names: no hint."""
+    a = privci.gcm(frame[["bmi"]], frame["progression"].to_numpy(), frame[["age"]],
+                   ridge_lambda=0.1)
+    b = privci.gcm(frame["bmi"].to_numpy(), frame["progression"].to_numpy(),
+                   frame["age"].to_numpy(), ridge_lambda=0.1)
+    assert a.statistic == b.statistic
+
+
 def test_data_that_is_not_a_data_frame(frame):
     with pytest.raises(TypeError, match="`data` must be a pandas DataFrame or an object with "
                                         "the dataframe interchange protocol .* got dict"):

@@ -206,3 +206,56 @@ def test_center_subtracts_sample_means_and_removes_the_intercept_bias():
     assert abs(u.statistic) > 3 and abs(c.statistic) < 3
     with pytest.raises(TypeError, match=r"`center` must be True or False; got 'yes'"):
         privci.gcm(x, y, z, center="yes")
+
+
+# ---- the regression in the result, progress lines, larger n (issue 37, item 11) --------
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(), "kernel ridge regression, lambda by 10-fold cross-validation over 11 values"),
+    (dict(cv_folds=5, cv_lambdas=[0.1, 1.0]),
+     "kernel ridge regression, lambda by 5-fold cross-validation over 2 values"),
+    (dict(ridge_lambda=0.1), "kernel ridge regression, lambda 0.1"),
+    (dict(ridge_lambda=0.1, center=True), "kernel ridge regression, lambda 0.1, x and y centred"),
+    (dict(ridge_lambda=0.1, kernel_approximation="rff", n_features=32, feature_rng=1),
+     "kernel ridge regression on 32 random Fourier features, lambda 0.1"),
+])
+def test_method_names_the_regression(data, kwargs, text):
+    x, y, z = data
+    res = privci.gcm(x, y, z, **kwargs)
+    assert res.method == "Generalised covariance measure test, " + text
+    assert privci.gcm(x, y, None).method == "Generalised covariance measure test"
+
+
+def test_progress_lines_on_request_and_never_below_large_n(data, capsys):
+    x, y, z = data
+    privci.gcm(x, y, z, ridge_lambda=0.1)                      # n = 120: no lines
+    assert capsys.readouterr().err == ""
+    privci.gcm(x, y, z, ridge_lambda=0.1, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith("privci.gcm: n = 120: regressing x and y on z by kernel ridge "
+                             "regression, lambda 0.1 (O(n^3) time: faster at large n with "
+                             "kernel_approximation='rff', ridge_lambda=1e-3, center=True")
+    assert err[1].startswith("privci.gcm: regressions done in ") and err[1].endswith(" s")
+    privci.gcm(x, y, z, ridge_lambda=0.1, kernel_approximation="rff", n_features=16,
+               progress=True)
+    assert "faster" not in capsys.readouterr().err         # already the fast path
+    with pytest.raises(TypeError, match="`progress` must be None, True or False; got 'yes'"):
+        privci.gcm(x, y, z, progress="yes")
+
+
+def test_progress_by_default_from_large_n_on(capsys):
+    """From n = 3000 (LARGE_N) the exact regression prints its two lines by default (one
+    fixed-lambda fit, a few seconds), and the result notes what is faster."""
+    from privci.results import GCM_LARGE_N
+    rng = np.random.default_rng(37)
+    n = GCM_LARGE_N
+    z = rng.normal(size=n)
+    x, y = np.sin(z) + rng.normal(size=n), np.cos(z) + rng.normal(size=n)
+    res = privci.gcm(x, y, z, ridge_lambda=1e-3)
+    err = capsys.readouterr().err
+    assert err.count("privci.gcm:") == 2 and f"n = {n}" in err
+    assert res.note is not None and "note: at n = 3000" in repr(res)
+    quiet = privci.gcm(x, y, z, ridge_lambda=1e-3, progress=False)
+    assert capsys.readouterr().err == ""
+    assert quiet.statistic == res.statistic

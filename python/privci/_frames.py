@@ -260,6 +260,50 @@ def _with_data_doc(doc):
     return "\n".join(lines[:end] + entry + lines[end:]) + ("\n" if doc.endswith("\n") else "")
 
 
+def _is_frame(value):
+    return _is_pandas_frame(value) or (hasattr(value, "__dataframe__")
+                                       and not isinstance(value, np.ndarray))
+
+
+def _is_names(value, several=True):
+    """A column name, or (``several``) a list of them (str only: an int is a number, not a
+    name here)."""
+    if isinstance(value, str):
+        return True
+    return several and isinstance(value, (list, tuple)) and bool(value) and \
+        all(isinstance(v, str) for v in value)
+
+
+def _names_without_data(fname, args, kwargs, bound, column_args):
+    """The TypeError for column names given without ``data=`` (or None when there are
+    none): it names the argument and, with a data frame passed first (``f(df, "a", "b")``),
+    spells out the call with ``data=``.  ``bound``: the arguments bound to the signature,
+    or None when they do not bind."""
+    if args and _is_frame(args[0]) and any(_is_names(a) for a in args[1:]):
+        # f(df, "a", "b", ...): the data frame took x's place, the names moved one along
+        given = dict(zip(column_args, args[1:]))
+        given.update({a: kwargs[a] for a in column_args if a in kwargs and a not in given})
+        parts = [f"{a}={given[a]!r}" for a in column_args if a in given]
+        first = next(a for a in args[1:] if _is_names(a))
+        return TypeError(
+            f"the first argument is a data frame and the next are column names ({first!r}, "
+            f"...): to name columns of a data frame, pass it as `data=`: "
+            f"{fname}(data=df, {', '.join(parts)}, ...).")
+    if bound is None:
+        return None
+    # without a data frame in sight, a list of strings for x or y is more likely data of the
+    # wrong type (Python's "must be numeric" says so) than names; z=["age", "sex"] is names
+    named = [a for a in column_args if _is_names(bound.arguments.get(a), several=a == "z")]
+    if not named:
+        return None
+    arg = named[0]
+    return TypeError(
+        f"`{arg}` must be array-like with one row per observation; got the column name "
+        f"{bound.arguments[arg]!r} but no data frame: pass the data frame as `data=` (e.g. "
+        f"{fname}(data=df, x=\"a\", y=\"b\", z=[\"c\"], ...)), or arrays as `x`, `y` and "
+        f"`z`.")
+
+
 def accepts_data_frames(func):
     """Let ``func`` also be called as ``func(data=df, x="a", y="b", z=["c", "d"], ...)``.
 
@@ -303,6 +347,13 @@ def accepts_data_frames(func):
     @functools.wraps(func)
     def wrapper(*args, data=None, **kwargs):
         if data is None:
+            try:
+                bound = sig.bind_partial(*args, **kwargs)
+            except TypeError:
+                bound = None            # func reports the bad call itself
+            err = _names_without_data(func.__name__, args, kwargs, bound, column_args)
+            if err is not None:
+                raise err
             return func(*args, **kwargs)
         bound = sig.bind_partial(*args, **kwargs)
         names = {}

@@ -5,7 +5,11 @@ Python and pass random draws in as arrays (numba's RNG is separate from
 numpy's).  Every kernel here has a slow numpy twin in ``tests/naive.py``.
 
 All kernels are compiled lazily on first call and cached on disk
-(``cache=True``), so ``import privci`` stays fast.
+(``cache=True``), so ``import privci`` stays fast.  Compiling costs seconds per
+kernel on the first call after an install (``python -m privci warm`` compiles
+and caches them all at once); :func:`ready` says whether a call would compile, so
+that small first calls can take an exact numpy twin instead (the block labels
+here do).
 """
 
 import math
@@ -17,6 +21,30 @@ from numba.extending import intrinsic
 
 # alternative codes shared by the kernels
 TWO_SIDED, GREATER, LESS = 0, 1, 2
+
+
+def ready(kernel):
+    """Whether calling the numba ``kernel`` needs no compilation: it has a compiled
+    signature in this process, or an on-disk cache entry for its current source (numba's
+    index of the function, ``cache=True``).  A public fact about the installation, never
+    about the data.  Approximate in one direction only: a cache written on another CPU
+    or numba version counts as ready and is then recompiled by numba as usual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci import _kernels
+    >>> _kernels.rank_scores(np.array([1.0, 0.0]), 1.0).shape   # compiled (or loaded)
+    (2,)
+    >>> _kernels.ready(_kernels.rank_scores)
+    True
+    """
+    if getattr(kernel, "signatures", None):
+        return True
+    try:
+        return bool(kernel._cache._cache_file._load_index())
+    except Exception:   # no cache (cache=False), another numba layout: assume not ready
+        return False
 
 # products whose variance is below this fraction of their mean square are constant
 DEGENERATE_RTOL = 1e-10
@@ -446,8 +474,46 @@ def _shuffle_mod(st, a, b, k, buf):
         buf[j] = t
 
 
-@njit(parallel=True, cache=True)
+# below this many rows a first call that would compile the labels kernel (about 2 s, more
+# on a loaded machine) draws them with numpy instead: about 1 ms per 65,536-row chunk
+NUMPY_LABEL_ROWS = 1 << 20
+
+
 def block_labels_into(states, first, chunk, n, k, start, stop, out):
+    """Labels of rows [start, stop) into out: chunk c = first + row of ``states`` covers rows
+    [c chunk, min(n, (c + 1) chunk)) and is shuffled with its own generator state.
+
+    The compiled kernel (:func:`_block_labels_kernel`), or, while it is not compiled yet
+    (:func:`ready`) and for at most ``NUMPY_LABEL_ROWS`` rows, its exact numpy twin
+    (``Generator.permutation`` with each chunk's PCG64 state): the same labels either
+    way (``tests/test_cold_start.py`` checks both against each other)."""
+    if stop - start <= NUMPY_LABEL_ROWS and not ready(_block_labels_kernel):
+        return _block_labels_numpy(states, first, chunk, n, k, start, stop, out)
+    return _block_labels_kernel(states, first, chunk, n, k, start, stop, out)
+
+
+def _block_labels_numpy(states, first, chunk, n, k, start, stop, out):
+    """:func:`_block_labels_kernel` with numpy: chunk c's labels are
+    ``Generator(PCG64 with state states[c - first]).permutation(arange(a, b) % k)``."""
+    for ci in range(states.shape[0]):
+        c = first + ci
+        a = c * chunk
+        b = min(n, a + chunk)
+        lo, hi = max(a, start), min(b, stop)
+        if hi <= lo:
+            continue
+        hi_s, lo_s, hi_i, lo_i = (int(v) for v in states[ci])
+        bg = np.random.PCG64()
+        bg.state = {"bit_generator": "PCG64", "state": {"state": (hi_s << 64) | lo_s,
+                                                        "inc": (hi_i << 64) | lo_i},
+                    "has_uint32": 0, "uinteger": 0}
+        lab = np.random.Generator(bg).permutation(np.arange(a, b, dtype=np.int64) % k)
+        out[lo - start:hi - start] = lab[lo - a:hi - a]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _block_labels_kernel(states, first, chunk, n, k, start, stop, out):
     """Labels of rows [start, stop) into out: chunk c = first + row of ``states`` covers rows
     [c chunk, min(n, (c + 1) chunk)) and is shuffled with its own generator state."""
     nc = states.shape[0]

@@ -1,4 +1,8 @@
-"""Command line: ``privci demo``, ``privci gcm``, ``privci privgcm``, ``privci privcrt``.
+"""Command line: ``privci demo``, ``privci gcm``, ``privci privgcm``, ``privci privcrt``,
+``privci warm``.
+
+``privci warm`` compiles and caches the numba kernels once (run it after installing:
+the first call of a test otherwise compiles them, tens of seconds).
 
 ``privci demo`` runs the tests on a real clinical data set that ships with
 scikit-learn (the diabetes data of Efron et al., 442 patients) and on the
@@ -168,7 +172,10 @@ def _privacy_cell(res):
 
 
 def _row(test, question, res):
-    return [test, question, res.n, f"{res.statistic:.3f}", f"{res.pvalue:.4g}", _privacy_cell(res)]
+    # the p-value cell says when the 1 is the fail-safe (not evidence), as print(res) does
+    failsafe = getattr(res, "failsafe", None)
+    pval = f"{res.pvalue:.4g}" + (" (fail-safe)" if failsafe else "")
+    return [test, question, res.n, f"{res.statistic:.3f}", pval, _privacy_cell(res)]
 
 
 def demo(seed=None, out=sys.stdout):
@@ -198,6 +205,7 @@ def demo(seed=None, out=sys.stdout):
             rows.append(_row("PrivGCM", q, res))
     # the paper's simulation (d = 1, s = 2) under the null and an alternative
     n = 1000
+    crt_m = set()
     mx = GaussianModelX(lambda zz: np.exp(-2.0) * np.sin(2.0 * zz[:, 0]), 1.0)
     for beta in (0.0, 1.5):
         zz = rng.normal(scale=2.0, size=(n, 1))
@@ -211,13 +219,18 @@ def demo(seed=None, out=sys.stdout):
         rows.append(_row("PrivGCM", q, privgcm(x, y, zz, epsilon=7.0, x_bound=4.0,
                                                     y_bound=yb, z_scale=2.0, rng=noise_rng)))
         rows.append(_row("CRT", q, crt(x, y, zz, model_x=mx, n_resamples=199, rng=rng)))
-        rows.append(_row("PrivCRT", q, privcrt(x, y, zz, epsilon=2.0, model_x=mx,
-                                                    y_bound=yb, x_residual_bound=4.0,
-                                                    rng=noise_rng if noise_rng is not None else None)))
+        res_crt = privcrt(x, y, zz, epsilon=2.0, model_x=mx, y_bound=yb,
+                          x_residual_bound=4.0, rng=noise_rng)
+        crt_m.add(res_crt.n_resamples)
+        rows.append(_row("PrivCRT", q, res_crt))
     header = ["test", "hypothesis", "n", "statistic", "p-value", "privacy"]
     print("privci demo: conditional independence tests, private and not", file=out)
     print("(PrivCRT's statistic is its privately selected rank; GCM/CRT are not private)\n", file=out)
     print(_table(rows, header), file=out)
+    for m in sorted(crt_m):
+        print(f"\nPrivCRT with m = {m} resamples: its p-value is (1 + rank) / {m + 1}, never "
+              f"below 1/{m + 1} = {1 / (m + 1):g}, so it rejects at level alpha when "
+              f"p <= alpha.", file=out)
     if any("fail-safe" in r[-1] for r in rows):
         n_d = data.data.shape[0]
         eps_min = _smallest_resolvable_epsilon(n_d, z.shape[1], True)
@@ -349,6 +362,9 @@ def main(argv=None):
     d = sub.add_parser("demo", help="run the tests on built-in examples and print a table")
     d.add_argument("--seed", type=int, default=None,
                    help="seed data and noise (seeded noise is not hardened); default: OpenDP noise")
+    warm_help = ("compile and cache the numba kernels once (after installing; the first "
+                 "test call otherwise compiles them)")
+    sub.add_parser("warm", help=warm_help, description=warm_help[0].upper() + warm_help[1:])
     g = sub.add_parser("gcm", help="non-private GCM test on a CSV file", epilog=_CELL_NOTE)
     _add_common(g, private=False)
     g.add_argument("--ridge-lambda", type=float, default=None, help="default: CVST cross-validation")
@@ -401,6 +417,9 @@ def main(argv=None):
         if args.command == "demo":
             demo(seed=args.seed)
             return 0
+        if args.command == "warm":
+            from ._warm import warm
+            return 1 if warm() else 0
         path = _data_file(args)
         cols = [args.x, args.y] + list(args.z)
         if args.command == "privcrt" and args.x_mean_column:

@@ -27,12 +27,64 @@ def _fmt(v):
     return repr(v)
 
 
+def _assumed(fc):
+    """Whether the fit check's call stated a public assumption on E[X | Z], E[Y | Z]
+    (``assume_additive=True`` or ``assume=...``)."""
+    return bool(fc.get("assume_additive", False) or fc.get("assume"))
+
+
+def failsafe_reason(fit_check, pvalue):
+    """Why ``pvalue`` is the fail-safe 1 (a short clause), or None when it is not.
+
+    The fail-safe is a p-value of 1 set because the released regression is not
+    certified (``fit_check["certified"]`` is False): it is not evidence of
+    independence.  Public: the clause is built from the fit check only.
+
+    Examples
+    --------
+    >>> failsafe_reason({"certified": False, "resolvable": True}, 1.0)
+    'the nested fits disagree (regression bias large against the noise)'
+    >>> failsafe_reason({"certified": True}, 1.0) is None
+    True
+    """
+    fc = fit_check
+    if fc is None or fc.get("certified", True) or pvalue != 1.0:
+        return None
+    if not fc.get("resolvable", True) and fc.get("columns", 1) >= 2 and not _assumed(fc):
+        return ("the interactions of two or more columns of z cannot be certified (state "
+                "assume_additive=True if E[X | Z] and E[Y | Z] are additive)")
+    if not fc.get("resolvable", True):
+        return ("the released regression cannot be resolved at this n, epsilon and number "
+                "of columns of z")
+    return "the nested fits disagree (regression bias large against the noise)"
+
+
+def smallest_pvalue(n_resamples):
+    """The smallest p-value a resampling test with ``n_resamples`` resamples can return,
+    1 / (m + 1)."""
+    return 1.0 / (int(n_resamples) + 1.0)
+
+
+def _pvalue_line(pvalue, note):
+    return f"\n    pvalue={_fmt(pvalue)}" + (f"  ({note})" if note else "") + ","
+
+
 class _ReprMixin:
     _repr_fields: Tuple[str, ...] = ()
 
+    def _pvalue_note(self):
+        """A note printed next to the p-value ('' for none)."""
+        return ""
+
     def __repr__(self):  # pragma: no cover - exercised through str()
         names = self._repr_fields or tuple(self.__dataclass_fields__)
-        body = ",\n    ".join(f"{k}={_fmt(getattr(self, k))}" for k in names)
+
+        def item(k):
+            text = f"{k}={_fmt(getattr(self, k))}"
+            note = self._pvalue_note() if k == "pvalue" else ""
+            return text + (f"  ({note})" if note else "")
+
+        body = ",\n    ".join(item(k) for k in names)
         return f"{type(self).__name__}(\n    {body}\n)"
 
 
@@ -204,6 +256,27 @@ class GCMResult(_ReprMixin):
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
 
+    @property
+    def note(self):
+        """What is faster at this n (a public rule of n and ``method``), or None: from
+        n = 3000 on, after the exact kernel ridge regression (O(n^3) time)."""
+        m = self.method or ""
+        if self.n < GCM_LARGE_N or "kernel ridge regression" not in m or \
+                "random Fourier" in m:
+            return None
+        what = ("the exact kernel ridge regression with cross-validated lambda (R's default)"
+                if "cross-validation" in m else "the exact kernel ridge regression")
+        return (f"at n = {self.n} {what} takes O(n^3) time and O(n^2) memory; faster: "
+                "kernel_approximation='rff', ridge_lambda=1e-3, center=True (see "
+                "help(privci.gcm), 'Larger n')")
+
+    def __repr__(self):
+        text = super().__repr__()
+        return text[:-2] + f",\n    note: {self.note}\n)" if self.note else text
+
+
+GCM_LARGE_N = 3000     # privci.gcm's LARGE_N: from this n on the result notes what is faster
+
 
 @dataclass(frozen=True, repr=False)
 class PrivateTestResult(_ReprMixin):
@@ -238,9 +311,36 @@ class PrivateTestResult(_ReprMixin):
         """
         return None if self.fit_check is None else bool(self.fit_check["certified"])
 
+    @property
+    def failsafe(self):
+        """Why ``pvalue`` is the fail-safe 1 (a short clause; public), or None when it is
+        not: the released regression is not certified (``fit_certified`` is False), so the
+        test does not answer and the 1 is not evidence of independence."""
+        return failsafe_reason(self.fit_check, self.pvalue)
+
+    @property
+    def min_pvalue(self):
+        """The smallest p-value this test could have returned: 1 / (m + 1) for PrivCRT with
+        m resamples (with m = 19 it is 0.05, so only ``p <= alpha`` rejects at alpha =
+        0.05); None for the other tests (their p-values are continuous)."""
+        if self.statistic_name != "rank" or self.n_resamples is None:
+            return None
+        return smallest_pvalue(self.n_resamples)
+
+    def _pvalue_note(self):
+        if self.failsafe is not None:
+            return f"fail-safe, not evidence: {self.failsafe}; see the fit check"
+        if self.min_pvalue is not None:
+            return (f"the smallest attainable with {self.n_resamples} resamples is "
+                    f"1/{self.n_resamples + 1} = {_fmt(self.min_pvalue)}; reject at level "
+                    f"alpha when p <= alpha")
+        return ""
+
     def __repr__(self):
-        head = (f"{type(self).__name__}(\n    statistic={_fmt(self.statistic)},"
-                f"\n    pvalue={_fmt(self.pvalue)},\n    alternative={self.alternative!r},"
+        name = "" if self.statistic_name == "statistic" else f" ({self.statistic_name})"
+        head = (f"{type(self).__name__}(\n    statistic={_fmt(self.statistic)}{name},"
+                + _pvalue_line(self.pvalue, self._pvalue_note())
+                + f"\n    alternative={self.alternative!r},"
                 f"\n    method={self.method!r},\n    n={self.n},")
         if self.data_name is not None:
             head += f"\n    data_name={self.data_name!r},"
@@ -259,11 +359,10 @@ class PrivateTestResult(_ReprMixin):
             priv += f"\n    caveat: {c}"
         fc = self.fit_check
         if fc is not None:
-            share = fc["allowance_share"]
-            if fc["certified"]:
+            if fc.get("certified", True):
                 verdict = "certified"
             elif not fc.get("resolvable", True) and fc.get("columns", 1) >= 2 \
-                    and not fc.get("assume_additive", False):
+                    and not _assumed(fc):
                 verdict = ("NOT certified: with two or more columns of z the released "
                            "regression cannot certify their interactions (assume_additive="
                            "True states that E[X | Z] and E[Y | Z] are additive), so the "
@@ -276,10 +375,16 @@ class PrivateTestResult(_ReprMixin):
                 verdict = ("NOT certified: the nested fits disagree (estimated regression "
                            "bias large against the noise), so the p-value is set to 1 (a "
                            "fail-safe, not evidence)")
-            head += (f"\n    fit check: {verdict} (bias allowance {100 * share:.0f}% of the "
-                     f"variance; {fc['intervals']} spline intervals per column, nested rich "
-                     f"fit {fc['rich_intervals']}, interactions "
-                     f"{'yes' if fc['interactions'] else 'no'})")
+            details = []
+            if "allowance_share" in fc:
+                details.append(f"bias allowance {100 * fc['allowance_share']:.0f}% of the "
+                               "variance")
+            if "intervals" in fc:
+                details.append(f"{fc['intervals']} spline intervals per column, nested rich "
+                               f"fit {fc.get('rich_intervals', '?')}, interactions "
+                               f"{'yes' if fc.get('interactions') else 'no'}")
+            head += f"\n    fit check: {verdict}" + (f" ({'; '.join(details)})"
+                                                       if details else "")
         return head + priv + "\n)"
 
 
@@ -298,6 +403,15 @@ class CRTResult(_ReprMixin):
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
+
+    @property
+    def min_pvalue(self):
+        """The smallest p-value the test could have returned, 1 / (m + 1)."""
+        return smallest_pvalue(self.n_resamples)
+
+    def _pvalue_note(self):
+        return (f"the smallest attainable with {self.n_resamples} resamples is "
+                f"1/{self.n_resamples + 1} = {_fmt(self.min_pvalue)}")
 
 
 @dataclass(frozen=True, repr=False)

@@ -50,6 +50,32 @@
   reticulate::np_array(v, dtype = "float64", order = "C")
 }
 
+# Column names given where data belong (`privgcm(df, "exposure", "outcome")`):
+# R names the columns of a data frame with the formula form, so say so before
+# Python's "must be array-like" (which would suggest Python's `data=`).
+.check_not_names <- function(x, y, z, fun) {
+  given <- list(x = if (!missing(x)) x, y = if (!missing(y)) y, z = z)
+  # a name: one string for x or y (a longer character vector is data, for Python to
+  # refuse), or any character z next to such a name or to a data frame in x
+  name <- function(v) is.character(v) && length(v) == 1L
+  if (!(name(given$x) || name(given$y) ||
+        (is.data.frame(given$x) && (is.character(given$y) || is.character(given$z))))) {
+    return(invisible(NULL))
+  }
+  named <- names(Filter(is.character, given))
+  arg <- named[1L]
+  cols <- unlist(given[named])
+  form <- if (length(cols) >= 2L)
+    sprintf("%s ~ %s%s", cols[2L], cols[1L],
+            if (length(cols) >= 3L) paste0(" | ", paste(cols[-(1:2)], collapse = " + ")) else "")
+  else "Y ~ X | Z1 + Z2"
+  stop(sprintf(paste0("`%s` is a column name (%s), not data: to test columns of a data frame, ",
+                      "use the formula form, e.g. %s(%s, data = df, ...) (Y ~ X | Z: Y and X ",
+                      "given Z), or pass the columns themselves (df$%s)."),
+               arg, paste(deparse(given[[arg]]), collapse = " "), fun, form, cols[1L]),
+       call. = FALSE)
+}
+
 # R's alternative spelling to Python's.
 .py_alternative <- function(alternative) {
   c(two.sided = "two-sided", less = "less", greater = "greater")[[alternative]]
@@ -121,8 +147,33 @@
 # Python tuples of numbers (or None) as R numeric vectors (or NULL).
 .num <- function(v) if (is.null(v)) NULL else as.numeric(unlist(v))
 
-# The privacy record of a Python PrivateTestResult as R list elements. The
-# caveats name Python's `rng=None`; R users spell it `seed = NULL`.
+# Python's spelling of arguments in messages, in R's: `assume_additive=True`
+# becomes `assume_additive = TRUE`, `x_bound="auto"` `x_bound = "auto"`,
+# `rng=None` `seed = NULL` (R's name of the argument), `feature_rng` `feature_seed`,
+# and None/True/False after `=` NULL/TRUE/FALSE. Only `name=value` pairs are
+# rewritten, so prose such as "p = 1" is left as it is.
+.r_syntax <- function(text) {
+  if (!length(text)) {
+    return(text)
+  }
+  text <- as.character(text)
+  text <- gsub("\\bfeature_rng=", "feature_seed=", text, perl = TRUE)
+  text <- gsub("\\brng=", "seed=", text, perl = TRUE)
+  value <- "(True|False|None|'[^']*'|\"[^\"]*\"|[-+]?[0-9][0-9.e+-]*)"
+  pair <- paste0("\\b([a-z][a-z0-9_]*)=", value)
+  repeat {
+    hit <- regmatches(text, regexpr(pair, text, perl = TRUE))
+    if (!length(hit)) break
+    text <- sub(pair, "\\1 = \\2", text, perl = TRUE)
+  }
+  text <- gsub("(?<= = )True\\b", "TRUE", text, perl = TRUE)
+  text <- gsub("(?<= = )False\\b", "FALSE", text, perl = TRUE)
+  text <- gsub("(?<= = )None\\b", "NULL", text, perl = TRUE)
+  gsub("(?<= = )'([^']*)'", "\"\\1\"", text, perl = TRUE)
+}
+
+# The privacy record of a Python PrivateTestResult as R list elements, its
+# texts in R's syntax (Python's `rng=None` is R's `seed = NULL`).
 .privacy_elements <- function(rec) {
   list(
     epsilon = rec$epsilon,
@@ -133,8 +184,8 @@
     ridge_lambda = rec$ridge_lambda,
     kernel_sigma = rec$kernel_sigma,
     bounds = lapply(rec$bounds, .num),
-    guarantee = rec$guarantee,
-    caveats = gsub("rng=None", "seed = NULL", as.character(unlist(rec$caveats)), fixed = TRUE),
+    guarantee = .r_syntax(rec$guarantee),
+    caveats = .r_syntax(as.character(unlist(rec$caveats))),
     releases = .releases_frame(rec$releases)
   )
 }

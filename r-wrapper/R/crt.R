@@ -64,6 +64,14 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #' statistic is released by report-noisy-max, and the p-value is
 #' (1 + rank) / (m + 1).
 #'
+#' The smallest p-value it can return is 1 / (m + 1): 0.05 with the default
+#' m = 19, so the test rejects at level alpha when the p-value is at most
+#' alpha (`p.value <= 0.05`; `p.value < 0.05` never holds with m = 19).
+#' `print()` shows that bound next to the p-value. More resamples do not buy
+#' power: report-noisy-max must then single out the observed statistic among
+#' more close competitors (measured on the README's design, n = 2000: see the
+#' Python docstring of `privci.privcrt`).
+#'
 #' @inheritParams privgcm
 #' @param x,y Numeric vectors (n).
 #' @param formula,data `Y ~ X | Z1 + Z2` with the variables in `data`, as in
@@ -77,7 +85,8 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #' @param y_bound,y_center Public bound and centre of y, fixed before seeing
 #'   the data: y is clipped to \[y_center - y_bound, y_center + y_bound\].
 #' @param x_residual_bound Public bound on |x - E\[X | Z\]|.
-#' @param n_resamples Number of resamples m.
+#' @param n_resamples Number of resamples m (default 19: the smallest m whose
+#'   smallest p-value, 1 / (m + 1), reaches 0.05).
 #' @param x_resamples Optional m x n matrix of precomputed resamples of X
 #'   given Z (they are part of the protected data).
 #' @param ridge_lambda Ridge parameter, fixed before seeing the data.
@@ -88,12 +97,20 @@ print.privci_gaussian_model_x <- function(x, ...) {
 #' @param seed `NULL` (fresh resamples and OpenDP's report-noisy-max, hardened)
 #'   or a whole number (resamples and exponential noise from seeded numpy:
 #'   reproducible, not hardened).
+#' @param sensitivity `"sharp"` (default, the package's proved constant) or
+#'   `"paper"` (the paper's Lemma): which constant certifies the statistics.
+#' @param budget `NULL` or a [privci_budget()] charged `epsilon` before
+#'   anything is computed from the data.
+#' @param bounds_epsilon `NULL` or, with `y_bound`, `x_residual_bound` or
+#'   `y_center` set to `"auto"`, the part of `epsilon` spent on releasing them
+#'   (default 10 percent).
 #'
 #' @return A list of classes `privci_private_htest` and `htest` with
 #'   `statistic` (`rank`, the privately selected 0-based rank of the observed
 #'   statistic in decreasing order), `parameter` (`epsilon` and the number of
 #'   resamples `m`), `p.value`, `alternative`, `method`, `data.name`, `n`,
-#'   `n_resamples` and the privacy record (see [privgcm()]).
+#'   `n_resamples`, `min_p.value` (1 / (m + 1), the smallest attainable
+#'   p-value) and the privacy record (see [privgcm()]).
 #' @seealso [crt()] for the non-private test.
 #' @export
 #' @examples
@@ -128,8 +145,10 @@ privcrt.default <- function(x, y, z = NULL, epsilon, model_x, y_bound, x_residua
                             n_resamples = 19L, x_resamples = NULL, ridge_lambda = 5,
                             kernel_sigma = 1, alternative = c("two.sided", "less", "greater"),
                             seed = NULL, kernel_approximation = "exact", n_features = 512L,
-                            feature_seed = NULL, y_center = 0, ...) {
+                            feature_seed = NULL, y_center = 0, sensitivity = "sharp",
+                            budget = NULL, bounds_epsilon = NULL, ...) {
   call <- match.call()
+  .check_not_names(x, y, z, "privcrt")
   alternative <- match.arg(alternative)
   args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z), epsilon = epsilon,
@@ -139,7 +158,8 @@ privcrt.default <- function(x, y, z = NULL, epsilon, model_x, y_bound, x_residua
     kernel_sigma = kernel_sigma, alternative = .py_alternative(alternative),
     rng = .py_seed(seed), kernel_approximation = kernel_approximation,
     n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed"),
-    y_center = y_center
+    y_center = y_center, sensitivity = sensitivity, budget = budget,
+    bounds_epsilon = bounds_epsilon
   )
   res <- .py_call("privcrt", c(args, .py_extra(list(...), names(args), "privcrt")), call)
   statistic <- c(rank = res$statistic)
@@ -202,6 +222,7 @@ crt.default <- function(x, y, z = NULL, model_x, n_resamples = 199L, x_resamples
                         alternative = c("two.sided", "less", "greater"), seed = NULL,
                         statistic = NULL, ridge_lambda = 5, kernel_sigma = 1, ...) {
   call <- match.call()
+  .check_not_names(x, y, z, "crt")
   alternative <- match.arg(alternative)
   args <- list(
     x = .py_data(x), y = .py_data(y), z = .py_data(z),

@@ -67,6 +67,22 @@
 #'   computed (as in gcm.test); a missing one is computed from `x`/`y` and `z`.
 #' @param nsim gcm.test's name for `n_sim`.
 #' @param alpha Level used only for the gcm.test-compatible element `reject`.
+#' @param center `FALSE` (default, as gcm.test) or `TRUE`: subtract the sample
+#'   means of x and y before the regressions (kernel ridge regression has no
+#'   intercept); use `TRUE` with `kernel_approximation = "rff"` or a fixed
+#'   `ridge_lambda`.
+#' @param progress `NULL` (default: only when the exact kernel regression runs
+#'   at n >= 3000, where it takes seconds to minutes), `TRUE` or `FALSE`: one
+#'   line on stderr before the regressions (saying what is faster) and one
+#'   after.
+#'
+#' @section Larger n:
+#' The defaults reproduce gcm.test: exact kernel ridge regression with lambda
+#' chosen by 10-fold cross-validation, O(n^3) time and O(n^2) memory (at
+#' n = 5000 from about 20 s to minutes on two cores). Faster:
+#' `kernel_approximation = "rff", ridge_lambda = 1e-3, center = TRUE`
+#' (random Fourier features, O(n D^2)); see the Python docstring of
+#' `privci.gcm` for the measured times and level.
 #' @param ... For the default method: further named arguments, passed
 #'   unchanged to the Python function `privci.gcm` (or to
 #'   `privci.gcm_from_residuals` when residuals are given), so that options
@@ -120,8 +136,9 @@ gcm.default <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars 
                         alternative = c("two.sided", "less", "greater"), seed = NULL,
                         kernel_approximation = "exact", n_features = 512L,
                         feature_seed = NULL, resid.XonZ = NULL, resid.YonZ = NULL,
-                        nsim = NULL, alpha = 0.05, ...) {
+                        nsim = NULL, alpha = 0.05, center = FALSE, progress = NULL, ...) {
   call <- match.call()
+  .check_not_names(x, y, z, "gcm")
   alternative <- match.arg(alternative)
   if (!identical(regr.method, "kernel.ridge") && !identical(regr.method, "kernel_ridge")) {
     stop("`regr.method` must be \"kernel.ridge\" (the only regression privci::gcm offers); ",
@@ -166,7 +183,8 @@ gcm.default <- function(x, y, z = NULL, regr.method = "kernel.ridge", regr.pars 
       x = .py_data(x), y = .py_data(y), z = .py_data(z), regressor = "kernel_ridge",
       kernel_sigma = kernel_sigma, ridge_lambda = ridge_lambda, cv_lambdas = cv_lambdas,
       cv_folds = cv_folds, kernel_approximation = kernel_approximation,
-      n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed")),
+      n_features = n_features, feature_rng = .py_seed(feature_seed, "feature_seed"),
+      center = center, progress = progress),
       common)
     if (!(have_rx || have_ry)) {
       fit_args <- c(fit_args, .py_extra(extra, names(fit_args), "gcm"))

@@ -34,6 +34,11 @@
 #' @param numpy The numpy requirement; the default is `"numpy<2"` when the
 #'   installed reticulate is older than 1.36 (which cannot load numpy 2) and
 #'   `NULL` (whatever privci requires) otherwise.
+#' @param warm `TRUE` (default): after the installation, run
+#'   `python -m privci warm` in the environment, which compiles the Python
+#'   package's numba kernels once and caches them (a few minutes on a 2-core
+#'   machine); without it the first test of every new installation compiles
+#'   them (tens of seconds). `FALSE` skips it.
 #' @return The path of the environment's Python, invisibly.
 #' @seealso [privci_available()] to check the set-up.
 #' @export
@@ -44,8 +49,12 @@
 #' }
 install_privci <- function(envname = "r-privci", package = "privci", python = NULL,
                            new_env = FALSE, extra_packages = NULL,
-                           pip_options = character(), numpy = .numpy_requirement()) {
+                           pip_options = character(), numpy = .numpy_requirement(),
+                           warm = TRUE) {
   .check_string(envname, "envname")
+  if (!(isTRUE(warm) || isFALSE(warm))) {
+    stop("`warm` must be TRUE or FALSE; got ", .expr(warm), " instead.", call. = FALSE)
+  }
   .check_string(package, "package")
   if (!is.null(python)) .check_string(python, "python")
   if (!(isTRUE(new_env) || isFALSE(new_env))) {
@@ -92,6 +101,19 @@ install_privci <- function(envname = "r-privci", package = "privci", python = NU
   versions <- strsplit(versions[length(versions)], " ", fixed = TRUE)[[1L]]
   message(sprintf("privci %s with numpy %s is installed in the virtual environment %s (%s).",
                   versions[1L], versions[2L], shQuote(envname), env_python))
+  if (warm) {
+    message("Compiling privci's numba kernels once (python -m privci warm; a few minutes)...")
+    out <- suppressWarnings(system2(env_python, c("-m", "privci", "warm"), stdout = TRUE,
+                                    stderr = TRUE))
+    if (!is.null(attr(out, "status")) && attr(out, "status") != 0L) {
+      # not fatal: the first test compiles what is missing
+      warning("`python -m privci warm` did not finish cleanly; the first test will compile ",
+              "what is missing:\n", paste(utils::tail(out, 5L), collapse = "\n"),
+              call. = FALSE)
+    } else {
+      message(out[length(out)])
+    }
+  }
   message(.after_install_hint(envname))
   invisible(env_python)
 }

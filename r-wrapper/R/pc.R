@@ -26,15 +26,22 @@
 #'   1/k, each eps1-DP up to its first above-threshold answer, plus a Laplace
 #'   examination of eps2 per flagged removal; at most `max_removals` rounds of
 #'   `epsilon / max_removals`).
+#' @param max_order `NULL` (default: p - 2) or the largest conditioning set.
+#' @param budget `NULL` or an outer [privci_budget()] of the data set, charged
+#'   the whole run once before it starts.
+#' @param test,split,delta,composition,on_exhausted `method = "per-test"` only
+#'   (`NULL`, the default, leaves Python's default; giving one with another
+#'   method is an error): `test` `"privgcm"`; `split` `"levels"`, `"halves"`
+#'   or `"tests"` (the public rule that splits `epsilon` over the tests);
+#'   `composition = "zcdp"` with `delta` for zCDP accounting; `on_exhausted`
+#'   `"dependent"`, `"raise"` or `"independent"` (what a test the budget
+#'   cannot pay for answers).
 #' @param ... Further named arguments, passed unchanged to the Python function
-#'   `privci.causal.pc`: e.g. `max_order`, `budget` (an outer
-#'   [privci_budget()] of the data set, charged the whole run once),
-#'   the release's `knots`, `power_rule` (default 0.45), `quadratic_veto` and
-#'   `responses`; with `method = "sieve"` `block_rows`, `max_removals`,
-#'   `examine_share`, `threshold`, `knots` and `responses`; or with
-#'   `method = "per-test"` `split`
-#'   (`"levels"`, `"halves"` or `"tests"`), `delta` and `composition`,
-#'   `on_exhausted` and options of the tests.
+#'   `privci.causal.pc`: e.g. the release's `statistics`, `clip`, `knots`,
+#'   `power_rule` (default 0.45), `quadratic_veto` and `responses`; with
+#'   `method = "sieve"` `block_rows`, `max_removals`, `examine_share`,
+#'   `threshold`, `knots` and `responses`; or with `method = "per-test"`
+#'   options of the tests.
 #' @param x A `privci_pc` object.
 #'
 #' @return A list of class `privci_pc` with `adjacency` (logical p x p
@@ -64,7 +71,9 @@
 #'   res$ledger
 #' }
 pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL,
-               method = c("release", "per-test", "sieve"), ...) {
+               method = c("release", "per-test", "sieve"), max_order = NULL, budget = NULL,
+               test = NULL, split = NULL, delta = NULL, composition = NULL,
+               on_exhausted = NULL, ...) {
   call <- match.call()
   if (!is.character(method) || length(method) < 1L ||
       !all(method %in% c("release", "per-test", "sieve"))) {
@@ -80,6 +89,12 @@ pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL,
   }
   args <- list(data = .py_data(data), epsilon = epsilon, bounds = bounds, centers = centers,
                alpha = alpha, method = method, rng = .py_seed(seed))
+  # the options below only when given (Python refuses the per-test ones with another method)
+  given <- Filter(Negate(is.null), list(max_order = max_order, budget = budget, test = test,
+                                        split = split, delta = delta,
+                                        composition = composition,
+                                        on_exhausted = on_exhausted))
+  args <- c(args, given)
   res <- .py_call(.privci_causal()$pc, c(args, .py_extra(list(...), names(args), "causal.pc")),
                   call)
   adjacency <- res$adjacency
@@ -99,8 +114,8 @@ pc <- function(data, epsilon, bounds, centers = 0, alpha = 0.05, seed = NULL,
     epsilon = res$epsilon,
     spent = budget_spent(budget),
     alpha = res$alpha,
-    guarantee = res$guarantee,
-    caveats = gsub("rng=None", "seed = NULL", as.character(unlist(res$caveats)), fixed = TRUE)
+    guarantee = .r_syntax(res$guarantee),
+    caveats = .r_syntax(as.character(unlist(res$caveats)))
   ), class = "privci_pc")
 }
 

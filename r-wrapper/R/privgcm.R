@@ -5,10 +5,13 @@
 #' residual products. By default (`regression = "spline"`) the regression is
 #' itself released with differential privacy (a spline fit of z, put on a unit
 #' scale by `z_center` and `z_scale`, released privately unless given), the
-#' residuals are scaled into `[-1, 1]` (no clip), and a t test runs on 5 to 20 noisy block sums; where the
-#' public rule cannot resolve the fit the p-value is 1 and `fit_check` says so;
+#' residuals are scaled into `[-1, 1]` (no clip), and the test runs on noisy
+#' sums of their products: a t test on 5 to 20 block sums, or a z test on one
+#' noisy sum with its released variance, as the public rule chooses; where the
+#' public rule cannot resolve the fit the p-value is 1 (the fail-safe, not
+#' evidence: the printed p-value line says so) and `fit_check` says why;
 #' with two or more columns of z that is always the case unless
-#' `assume_additive = TRUE` (passed through `...`) states an additive model.
+#' `assume = "additive"` (or `assume_additive = TRUE`) states an additive model.
 #' `regression = "krr"` is Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas:
 #' kernel ridge regression with a ridge parameter fixed before seeing the data
 #' and Laplace noise, calibrated to the certified sensitivity, on every residual
@@ -41,13 +44,36 @@
 #'   clipped again to the same width, and the products get
 #'   `epsilon - center_epsilon` (sequential composition; the released centres
 #'   are in `$bounds`).
+#' @param z_center,z_scale The spline fit's public centre and scale of each
+#'   column of z (one number, or one per column): the knots are placed on
+#'   `(z - z_center) / z_scale`, so z must be on a unit scale. `NULL`
+#'   (default): released privately (`"auto"`, part of `bounds_epsilon`) with
+#'   the spline fit; with `regression = "krr"`, no shift, and `z_scale`
+#'   divides z before the kernel. Fixed before seeing the data when given.
+#' @param assume `NULL` (default: no assumption) or a public assumption on
+#'   E\[X | Z\] and E\[Y | Z\] under which the spline fit answers:
+#'   `"additive"` (additive in the columns of z: no interaction is fitted or
+#'   checked; stated in the caveats) or `"linear"`. Without it, two or more
+#'   columns of z give the fail-safe p = 1.
+#' @param assume_additive `FALSE` (default) or `TRUE`, the same as
+#'   `assume = "additive"` (the older spelling).
+#' @param n_blocks `"auto"` (default: the public rule), a whole number k of
+#'   noisy block sums, or `NULL` (one per row, the paper's Algorithm 1; with
+#'   `regression = "krr"` only).
+#' @param sensitivity `NULL` (default: `"paper"` with `regression = "krr"`) or
+#'   `"paper"`/`"sharp"`: the proved constant of the KRR path.
+#' @param budget `NULL` or a [privci_budget()] charged `epsilon` before
+#'   anything is computed from the data (an overspending release is refused).
+#' @param bounds_epsilon `NULL` or the part of `epsilon` spent on the
+#'   `"auto"` bounds and centres (default: 10 percent of `epsilon` when any is
+#'   `"auto"`).
 #' @param regression `"spline"` (default when z is given): the released
 #'   additive spline regression (Gram matrices and cross-products of cubic
 #'   B-splines of `(z - z_center) / z_scale` released with Laplace noise on two
 #'   halves of the rows, residuals divided by a public scale in `[1, 2]` so that
 #'   they lie in `[-1, 1]` unclipped, 5 to 20 noisy block sums,
-#'   a t test that accounts for the fit's noise). Put z on a unit scale with
-#'   `z_center` and `z_scale` (named arguments passed through `...`).
+#'   a t or z test that accounts for the fit's noise). Put z on a unit scale
+#'   with `z_center` and `z_scale`.
 #'   `"krr"`: kernel ridge regression, the paper's Algorithm 1 (with
 #'   `ridge_lambda`, `kernel_sigma`, `kernel_approximation`, ...; these are
 #'   refused with the spline).
@@ -80,19 +106,26 @@
 #'   formula method: the arguments of the default method.
 #'
 #' @return A list of classes `privci_private_htest` and `htest` with
-#'   `statistic` (`Z`, or `max|Z|`, computed on the noisy products),
+#'   `statistic`, computed on released values and named as Python names it:
+#'   with the default spline fit `t` (a t statistic on the noisy block sums)
+#'   or `z` (one noisy sum over its released standard deviation); with
+#'   `regression = "krr"` `Z` (or `max|Z|` for several columns of x or y);
 #'   `parameter` (`epsilon`), `p.value`, `null.value`, `alternative`,
-#'   `method`, `data.name`, `n`, and the privacy record: `epsilon`,
+#'   `method`, `data.name`, `n`, `failsafe` (`NULL`, or why the p-value is the
+#'   fail-safe 1: the released fit is not certified, so the 1 is not evidence
+#'   of independence; `print()` shows it next to the p-value), and the
+#'   privacy record: `epsilon`,
 #'   `mechanism`, `sensitivity`, `noise_scale`, `hardened`, `ridge_lambda`,
 #'   `kernel_sigma`, `bounds`, `guarantee`, `caveats`, `releases` (a data.frame
 #'   with one row per noisy release: `release`, `epsilon`, `sensitivity`,
 #'   `noise_scale`, `mechanism`, and `rows`, `"half A"`/`"half B"` for the two
 #'   halves of the spline fit, which compose in parallel); with the default spline
 #'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
-#'   `intervals`, `columns`, `assume_additive`, ...: when `certified` is FALSE the p-value is 1, a
-#'   fail-safe: the regression cannot be resolved or the nested fits disagree). No un-noised quantity
-#'   is returned. `print()` shows the test as for [stats::t.test()], followed
-#'   by the privacy record.
+#'   `intervals`, `columns`, `assume_additive`, `n_blocks`, ...: when
+#'   `certified` is FALSE the p-value is 1, a fail-safe: the regression cannot
+#'   be resolved or the nested fits disagree). No un-noised quantity is
+#'   returned. `print()` shows the test as for [stats::t.test()], followed by
+#'   the privacy record; the caveats are written in R's syntax.
 #' @seealso [gcm()], [privcrt()].
 #' @export
 #' @examples
@@ -105,6 +138,9 @@
 #'   # the formula form
 #'   d <- data.frame(X = x, Y = y, Z = z)
 #'   privgcm(Y ~ X | Z, data = d, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6,
+#'           seed = 1)
+#'   # public centre and scale of z (no privacy spent on them)
+#'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, z_center = 0, z_scale = 1,
 #'           seed = 1)
 #' }
 privgcm <- function(x, ...) UseMethod("privgcm")
@@ -128,8 +164,12 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
                             seed = NULL, n_sim = 499L, cv_lambdas = NULL,
                             kernel_approximation = NULL, n_features = NULL,
                             feature_seed = NULL, x_center = 0, y_center = 0,
-                            center_epsilon = NULL, regression = c("spline", "krr"), ...) {
+                            center_epsilon = NULL, regression = c("spline", "krr"),
+                            z_center = NULL, z_scale = NULL, assume = NULL,
+                            assume_additive = FALSE, n_blocks = "auto", sensitivity = NULL,
+                            budget = NULL, bounds_epsilon = NULL, ...) {
   call <- match.call()
+  .check_not_names(x, y, z, "privgcm")
   alternative <- match.arg(alternative)
   regression <- match.arg(regression)
   args <- list(
@@ -139,9 +179,17 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
     rng = .py_seed(seed), n_sim = n_sim, cv_lambdas = cv_lambdas,
     kernel_approximation = kernel_approximation, n_features = n_features,
     feature_rng = .py_seed(feature_seed, "feature_seed"), x_center = x_center,
-    y_center = y_center, center_epsilon = center_epsilon, regression = regression
+    y_center = y_center, center_epsilon = center_epsilon, regression = regression,
+    z_center = z_center, z_scale = z_scale, n_blocks = n_blocks, sensitivity = sensitivity,
+    budget = budget, bounds_epsilon = bounds_epsilon
   )
-  res <- .py_call("privgcm", c(args, .py_extra(list(...), names(args), "privgcm")), call)
+  # the assumption only when stated: an older Python has no `assume`, and
+  # `assume_additive` is its alias
+  if (!is.null(assume)) args$assume <- assume
+  if (!isFALSE(assume_additive)) args$assume_additive <- assume_additive
+  res <- .py_call("privgcm", c(args, .py_extra(list(...), c(names(args), "assume",
+                                                           "assume_additive"), "privgcm")),
+                  call)
   statistic <- res$statistic
   names(statistic) <- if (!is.null(res$statistic_name)) res$statistic_name else
     if (is.null(res$n_sim)) "Z" else "max|Z|"
@@ -170,26 +218,62 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
       alternative = alternative,
       method = res$method,
       data.name = data.name,
-      n = res$n
+      n = res$n,
+      failsafe = if (!is.null(res$failsafe)) .r_syntax(res$failsafe),
+      min_p.value = res$min_pvalue
     ),
     privacy,
     if (!is.null(res$fit_check)) list(fit_check = .fit_check(res$fit_check))
   ), class = c("privci_private_htest", "htest"))
 }
 
-# The released regression's fit check as an R list (NULL-free, plain types).
+# The released regression's fit check as an R list (NULL-free, plain types):
+# the keys R code relies on, then every other scalar key Python adds.
 .fit_check <- function(fc) {
-  list(certified = isTRUE(fc$certified), resolvable = isTRUE(fc$resolvable),
-       allowance_share = as.numeric(fc$allowance_share),
-       intervals = as.integer(fc$intervals), rich_intervals = as.integer(fc$rich_intervals),
-       interactions = isTRUE(fc$interactions), fit_share = as.numeric(fc$fit_share),
-       columns = as.integer(if (is.null(fc$columns)) 1L else fc$columns),
-       assume_additive = isTRUE(fc$assume_additive))
+  out <- list(certified = isTRUE(fc$certified), resolvable = isTRUE(fc$resolvable),
+              allowance_share = as.numeric(fc$allowance_share),
+              intervals = as.integer(fc$intervals),
+              rich_intervals = as.integer(fc$rich_intervals),
+              interactions = isTRUE(fc$interactions), fit_share = as.numeric(fc$fit_share),
+              columns = as.integer(if (is.null(fc$columns)) 1L else fc$columns),
+              assume_additive = isTRUE(fc$assume_additive))
+  for (k in setdiff(names(fc), names(out))) {
+    v <- fc[[k]]
+    if (is.atomic(v) && length(v) == 1L && !is.na(v)) {
+      out[[k]] <- if (is.numeric(v) && v == round(v) && abs(v) < .Machine$integer.max &&
+                      k %in% c("n_blocks", "columns")) as.integer(v) else v
+    }
+  }
+  out
+}
+
+# What print() shows next to the p-value: the fail-safe's reason, or the
+# smallest p-value a rank test can return (NULL: nothing).
+.pvalue_note <- function(x) {
+  if (!is.null(x$failsafe)) {
+    return(paste0("fail-safe, not evidence: ", x$failsafe, "; see the fit check"))
+  }
+  if (!is.null(x$min_p.value)) {
+    m <- round(1 / x$min_p.value - 1)
+    return(sprintf(paste0("the smallest attainable with m = %d resamples is 1/%d = %s; ",
+                          "reject at level alpha when p-value <= alpha"),
+                   m, m + 1L, format(x$min_p.value, digits = 4)))
+  }
+  NULL
 }
 
 #' @export
 print.privci_private_htest <- function(x, ...) {
-  NextMethod()
+  out <- utils::capture.output(utils::getS3method("print", "htest")(x, ...))
+  note <- .pvalue_note(x)
+  at <- grep("p-value [=<>]", out)
+  if (!is.null(note) && length(at)) {
+    at <- at[1L]
+    out <- c(out[seq_len(at - 1L)],
+             strwrap(paste0(out[at], " (", note, ")"), exdent = 2),
+             out[-seq_len(at)])
+  }
+  cat(out, sep = "\n")
   noise <- if (isTRUE(x$hardened)) "hardened (OpenDP)" else
     "NOT hardened (seeded numpy noise: for simulations, not for a release)"
   cat(strwrap(paste0("privacy: ", x$mechanism, ", sensitivity = ",

@@ -36,6 +36,12 @@ test_that("privcrt returns an htest with the privately selected rank", {
   expect_identical(centred$statistic, res$statistic)
   expect_false(res$hardened)
   expect_output(print(res), "rank = .*, epsilon = 2, m = 19, p-value")
+  # the smallest attainable p-value, 1 / (m + 1), next to the p-value
+  expect_equal(res$min_p.value, 1 / 20)
+  out <- paste(capture.output(print(res)), collapse = " ")
+  expect_match(gsub("\\s+", " ", out),
+               "(the smallest attainable with m = 19 resamples is 1/20 = 0.05; reject",
+               fixed = TRUE)
 })
 
 test_that("privcrt: same seed, same result; model_x as function, vector or list", {

@@ -5,7 +5,9 @@ test_that("gcm returns an htest whose numbers follow the GCM formulas", {
   expect_htest(res, "Z")
   expect_equal(res$parameter, c(n = 120))
   expect_identical(res$data.name, "d$x and d$y given d$z")
-  expect_identical(res$method, "Generalised covariance measure test")
+  # the method names the regression (Python's text, unchanged)
+  expect_identical(res$method,
+                   "Generalised covariance measure test, kernel ridge regression, lambda 0.01")
   expect_equal(res$null.value, c("E[cov(X, Y | Z)]" = 0))
 
   # residuals: plain R kernel ridge regression with the same sigma and lambda
@@ -157,4 +159,19 @@ test_that("a degenerate statistic gives Python's warning and NaN", {
   expect_true(is.nan(res$statistic))
   expect_true(is.nan(res$p.value))
   expect_false(res$reject)
+})
+
+test_that("gcm: centring and progress lines are arguments of the R function", {
+  skip_if_no_privci()
+  d <- sim_data()
+  a <- gcm(d$x + 10, d$y - 5, d$z, ridge_lambda = 0.01, center = TRUE)
+  b <- gcm(d$x, d$y, d$z, ridge_lambda = 0.01, center = TRUE)
+  expect_equal(a$statistic, b$statistic, tolerance = 1e-8)
+  expect_match(a$method, "x and y centred", fixed = TRUE)
+  uncentred <- gcm(d$x + 10, d$y - 5, d$z, ridge_lambda = 0.01)
+  expect_false(isTRUE(all.equal(uncentred$statistic, b$statistic, tolerance = 1e-8)))
+  out <- reticulate::py_capture_output(
+    gcm(d$x, d$y, d$z, ridge_lambda = 0.01, progress = TRUE), type = "stderr")
+  expect_match(out, "privci.gcm: n = 120: regressing x and y on z", fixed = TRUE)
+  expect_match(out, "regressions done in", fixed = TRUE)
 })

@@ -25,6 +25,7 @@ test_that("install_privci checks its arguments before doing anything", {
                fixed = TRUE)
   expect_error(install_privci(numpy = NA_character_), "`numpy` must be one non-empty string",
                fixed = TRUE)
+  expect_error(install_privci(warm = "yes"), "`warm` must be TRUE or FALSE", fixed = TRUE)
 })
 
 test_that("pip runs without R's library directories in LD_LIBRARY_PATH", {

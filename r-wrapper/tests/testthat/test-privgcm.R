@@ -222,13 +222,29 @@ test_that("two columns of z: fail-safe unless assume_additive, and the fit check
   expect_false(res$fit_check$resolvable)
   expect_identical(res$fit_check$columns, 2L)
   expect_false(res$fit_check$assume_additive)
-  shown <- gsub("\\s+", " ", paste(capture.output(print(res)), collapse = " "))
+  out <- capture.output(print(res))
+  shown <- gsub("\\s+", " ", paste(out, collapse = " "))
   expect_match(shown, "cannot certify their interactions", fixed = TRUE)
+  # the fail-safe is named on the p-value's line, in R's syntax
+  pline <- grep("p-value = 1", out, fixed = TRUE)
+  expect_length(pline, 1L)
+  expect_match(paste(out[pline:(pline + 2L)], collapse = " "), "(fail-safe, not evidence:",
+               fixed = TRUE)
+  expect_identical(res$failsafe, privci:::.r_syntax(
+    py_direct("privgcm", x, y, z, epsilon = 8, x_bound = 4, y_bound = 6, seed = 1,
+              z_center = 0, z_scale = 1)$failsafe))
+  expect_match(res$failsafe, "assume_additive = TRUE", fixed = TRUE)
+  expect_no_match(shown, "assume_additive=True", fixed = TRUE)
   add <- privgcm(x, y, z, epsilon = 8, x_bound = 4, y_bound = 6, seed = 1,
                  z_center = 0, z_scale = 1, assume_additive = TRUE)
   expect_true(add$fit_check$assume_additive)
   expect_true(add$fit_check$resolvable)
   expect_lt(add$p.value, 0.05)
+  expect_null(add$failsafe)
+  expect_false(any(grepl("fail-safe, not evidence", capture.output(print(add)), fixed = TRUE)))
+  # the caveats are in R's syntax
+  expect_true(any(grepl("assume_additive = TRUE", add$caveats, fixed = TRUE)))
+  expect_false(any(grepl("=True", c(add$caveats, add$guarantee), fixed = TRUE)))
 })
 
 test_that("privgcm's default is the released spline regression, as in Python", {
@@ -239,14 +255,17 @@ test_that("privgcm's default is the released spline regression, as in Python", {
                                 seed = 3),
                  "below 60", fixed = TRUE)
   py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = 4, y_bound = 4, seed = 3)
-  expect_htest(res, "t")
+  expect_htest(res, py$statistic_name)
+  expect_true(py$statistic_name %in% c("t", "z"))
   expect_identical(unname(res$statistic), py$statistic)
   expect_identical(res$p.value, py$pvalue)
   expect_equal(res$sensitivity, 2)
   expect_match(res$mechanism, "released nested cubic-spline regression", fixed = TRUE)
   expect_identical(res$fit_check$certified, isTRUE(py$fit_check$certified))
   expect_true(is.numeric(res$fit_check$allowance_share))
-  expect_match(res$method, "released spline regression, (5|10|20) noisy block sums")
+  expect_match(res$method, paste0("released spline regression, ((5|10|20) noisy block sums|",
+                                  "one noisy sum and its released variance)"))
+  expect_identical(names(res$statistic), py$statistic_name)
   shown <- gsub("\\s+", " ", paste(capture.output(print(res)), collapse = " "))
   expect_match(shown, "for the released regression", fixed = TRUE)
   expect_match(shown, "for the released centres of z", fixed = TRUE)
@@ -281,4 +300,24 @@ test_that("privgcm's releases are a data.frame, as in Python", {
   # sequential over all rows, the halves in parallel: at most epsilon
   halves <- tapply(rel$epsilon[rel$rows != "all"], rel$rows[rel$rows != "all"], sum)
   expect_lte(sum(rel$epsilon[rel$rows == "all"]) + max(halves), 2 + 1e-12)
+})
+
+test_that("Python's syntax in messages is written in R's", {
+  expect_identical(privci:::.r_syntax("use rng=None for a release"),
+                   "use seed = NULL for a release")
+  expect_identical(privci:::.r_syntax(
+    "unless assume_additive=True; x_bound='auto', y_center=\"auto\", flag=False, feature_rng=2"),
+    "unless assume_additive = TRUE; x_bound = \"auto\", y_center = \"auto\", flag = FALSE, feature_seed = 2")
+  expect_identical(privci:::.r_syntax("p = 1 and E[X | Z]"), "p = 1 and E[X | Z]")
+  expect_identical(privci:::.r_syntax(character()), character())
+})
+
+test_that("column names where data belong: the error names the formula form", {
+  skip_if_no_privci()
+  df <- data.frame(exposure = rnorm(50), outcome = rnorm(50), age = rnorm(50))
+  expect_error(privgcm(df, "exposure", "outcome", epsilon = 1, x_bound = 4, y_bound = 4),
+               "use the formula form, e.g. privgcm(outcome ~ exposure, data = df",
+               fixed = TRUE)
+  expect_error(gcm(df$exposure, "outcome", df$age), "`y` is a column name (\"outcome\")",
+               fixed = TRUE)
 })

@@ -1,0 +1,35 @@
+test_that("plan() gives Python's plan, solved for the missing one of n, epsilon, power", {
+  skip_if_no_privci()
+  p <- plan("privgcm", n = 10000, epsilon = 8, effect = 1, x_bound = 4, y_bound = 5.7,
+            regression = "krr")
+  expect_s3_class(p, "privci_plan")
+  py <- reticulate::import("privci.plan")$plan("privgcm", n = 10000L, epsilon = 8, effect = 1,
+                                                x_bound = 4, y_bound = 5.7,
+                                                regression = "krr")
+  expect_identical(p$power, py$power)
+  expect_identical(p$solved_for, "power")
+  n <- plan("privgcm", epsilon = 8, power = 0.8, effect = 1, x_bound = 4, y_bound = 5.7,
+            regression = "krr")
+  expect_identical(n$solved_for, "n")
+  expect_gte(n$power, 0.8)
+  expect_gt(n$n, 10000L)
+  expect_output(print(p), "PowerPlan\\(privgcm: n = 10000")
+})
+
+test_that("plan() says when the spline fit is not resolvable (the fail-safe)", {
+  skip_if_no_privci()
+  p <- plan("privgcm", n = 442, epsilon = 8, effect = 0.2, z_columns = 3,
+            assume_additive = TRUE)
+  expect_identical(p$power, 0)
+  expect_false(p$details$resolvable)
+  expect_output(print(p), "fail-safe")
+  crt <- plan("privcrt", n = 1000, epsilon = 2, effect = 0.5, x_bound = 4, y_bound = 4)
+  expect_gt(crt$power, 0.5)
+})
+
+test_that("plan() reports bad input with Python's message, and needs `effect`", {
+  skip_if_no_privci()
+  expect_error(plan("privgcm", n = 100, epsilon = 1, power = 0.8, effect = 1),
+               "give exactly two of `n`, `epsilon` and `power`", fixed = TRUE)
+  expect_error(plan("privgcm", n = 100, epsilon = 1), "`effect` is required", fixed = TRUE)
+})

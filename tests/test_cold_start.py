@@ -1,0 +1,126 @@
+"""The first call after an install (issue 37, item 10): what avoids or pays the compilation.
+
+* ``_kernels.ready`` tells a compiled (or cached) kernel from one whose call would compile;
+* the block labels take their exact numpy twin while the kernel is not ready (small n):
+  the same labels as the compiled kernel, bit for bit;
+* ``privci._warm.STEPS`` (``privci warm``) compile every kernel of the default paths.
+
+Times are measured by ``tests/benchmarks/bench_cold_start.py``, not asserted here.
+"""
+
+import numpy as np
+import pytest
+from numba import njit
+
+import privci
+from privci import _kernels, _private
+
+_CHUNK = _private._LABEL_CHUNK
+
+
+def _states(n, entropy, start=0, stop=None):
+    """The chunk states _private.block_labels passes to the kernel."""
+    stop = n if stop is None else stop
+    first, last = start // _CHUNK, (stop - 1) // _CHUNK
+    states = np.empty((last - first + 1, 4), dtype=np.uint64)
+    mask = (1 << 64) - 1
+    for i, c in enumerate(range(first, last + 1)):
+        st = np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))).state["state"]
+        states[i] = (st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask)
+    return states, first
+
+
+@pytest.mark.parametrize("n, k, entropy, start, stop", [
+    (1, 1, 0, 0, 1), (7, 3, 5, 0, 7), (1000, 20, 2 ** 127 + 3, 0, 1000),
+    (_CHUNK + 1, 5, 99, 0, _CHUNK + 1), (3 * _CHUNK + 17, 20, 42, 70_001, 140_002),
+    (200_003, 7, 42, 150_000, 200_003),
+])
+def test_numpy_labels_equal_the_kernel(n, k, entropy, start, stop):
+    states, first = _states(n, entropy, start, stop)
+    a = _kernels._block_labels_numpy(states, first, _CHUNK, n, k, start, stop,
+                                     np.empty(stop - start, np.int64))
+    b = _kernels._block_labels_kernel(states, first, _CHUNK, n, k, start, stop,
+                                      np.empty(stop - start, np.int64))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_labels_use_numpy_until_the_kernel_is_ready(monkeypatch):
+    calls = []
+    numpy_twin = _kernels._block_labels_numpy
+    monkeypatch.setattr(_kernels, "_block_labels_numpy",
+                        lambda *a: calls.append("numpy") or numpy_twin(*a))
+    expected = _private.block_labels(5000, 10, 123)
+    monkeypatch.setattr(_kernels, "ready", lambda kernel: False)
+    assert np.array_equal(_private.block_labels(5000, 10, 123), expected)
+    assert calls == ["numpy"]
+    # beyond NUMPY_LABEL_ROWS the kernel runs (compiling if it must)
+    monkeypatch.setattr(_kernels, "NUMPY_LABEL_ROWS", 4999)
+    assert np.array_equal(_private.block_labels(5000, 10, 123), expected)
+    assert calls == ["numpy"]
+
+
+def test_ready_tells_compiled_from_not_compiled():
+    @njit(cache=False)
+    def add_one(a):
+        return a + 1
+
+    assert not _kernels.ready(add_one)       # no signature yet, no cache to load
+    add_one(1.0)
+    assert _kernels.ready(add_one)
+    assert not _kernels.ready(object())      # not a numba dispatcher
+
+
+def test_ready_reads_the_on_disk_cache(tmp_path, monkeypatch):
+    """A kernel compiled by an earlier process (its cache index on disk, for this source)
+    is ready in a new one before any call: run in a subprocess with its own cache dir."""
+    import subprocess
+    import sys
+    import textwrap
+    src = tmp_path / "kmod.py"
+    src.write_text(textwrap.dedent("""
+        from numba import njit
+        @njit(cache=True)
+        def twice(a):
+            return 2 * a
+    """))
+    code = ("import sys; sys.path.insert(0, %r); import kmod; from privci import _kernels; "
+            "r = _kernels.ready(kmod.twice); kmod.twice(1.0); print(r)") % str(tmp_path)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    import os
+    env = dict(os.environ, **env)
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=300)
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert first.stdout.strip() == "False", first.stderr[-2000:]
+    assert second.stdout.strip() == "True", second.stderr[-2000:]
+
+
+def _dispatchers(module):
+    from numba.core.registry import CPUDispatcher
+    return {name: obj for name, obj in vars(module).items() if isinstance(obj, CPUDispatcher)}
+
+
+def test_warm_steps_compile_the_default_paths_kernels():
+    """After the warm-up steps every kernel that the default paths call is ready: the
+    in-memory kernels of privci._kernels except the RFF/PCG helpers that only run inside
+    others, and the basis kernels' entry points (serial; the multi-threaded ones when
+    numba has more than one thread)."""
+    import numba
+
+    from privci import _basis_kernels, _warm
+    failed = _warm.warm(out=__import__("io").StringIO())
+    assert failed == 0
+    need = ["residual_products", "gcm_univariate", "standardise_columns", "gcm_max_statistic",
+            "crt_statistics", "rank_scores", "clip_scale", "rff_features_into",
+            "rff_residuals", "rows_outside", "_block_labels_kernel"]
+    kern = _dispatchers(_kernels)
+    not_ready = [name for name in need if not _kernels.ready(kern[name])]
+    assert not not_ready, not_ready
+    basis = _dispatchers(_basis_kernels)
+    need_b = ["_accumulate_additive_serial", "_residual_additive_serial"]
+    if numba.get_num_threads() > 1:
+        need_b += ["accumulate_additive_into", "residual_sums_additive_into"]
+    not_ready = [name for name in need_b if name in basis and not _kernels.ready(basis[name])]
+    assert not not_ready, not_ready
+
