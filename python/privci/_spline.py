@@ -85,8 +85,9 @@ __all__ = ["Design", "choose_design", "SPLINE_RANGE", "INTERACTION_BOX", "SCALE_
            "FitRelease", "SplineTest", "fit_check", "additive_caveat"]
 
 SPLINE_RANGE = 4.0        # t = (z - centre) / scale is clipped to [-4, 4]
-INTERACTION_BOX = 3.0     # the test basis' multilinear block lives on [-3, 3]^d
-RICH_BOX = 2.0            # the rich basis adds one on [-2, 2]^d
+INTERACTION_BOX = 1.5     # the check's multilinear block: hats of clip(t / 1.5, -1, 1)
+#                           (on [-3, 3]^d its interaction contrast carried a tenth of the
+#                           variance, and the check was resolvable only at ten times n eps)
 MAX_INTERACTION_D = 4     # multilinear blocks (2^d features) for 2 <= d <= 4
 SCALE_BITS = 16           # features and scaled x, y on the grid 2^-16; products 2^-32
 GRAM_SHARE = 0.8          # default share of the fit's epsilon for the Gram matrices
@@ -186,7 +187,7 @@ def _multilinear(t, box):
 MODELS = ("full", "additive", "linear")
 FULL_MAX_D = 2            # the full (tensor) fit resolves interactions of at most 2 columns
 TENSOR_INTERVALS = (2, 4)  # the tensor fit's choices of test intervals per column (rich 4, 8)
-LINEAR_CHECK = 1          # the linear fit's check: cubic polynomials per column (no knots)
+LINEAR_CHECK = 4          # the linear fit's check: cubic splines, 4 intervals per column
 LINEAR_RANGE = 2.0        # the unchecked linear fit: (1, t_1 / 2, ..., t_d / 2) on the box
 #                           [-2, 2]^d (rows beyond it left out of the fit and the test), which
 #                           keeps the slopes resolvable at small n (on [-4, 4] the features
@@ -572,33 +573,51 @@ def _reference_eig(key):
 
 
 @lru_cache(maxsize=64)
+def _check_contrasts(key):
+    """Per-row reference Rayleigh quotients of the check block's *contrasts*: the directions
+    of the multilinear block that no additive function represents (its features, regressed
+    on the additive blocks' under z ~ N(0, I): the largest 2^d - 1 - d eigenvalues of that
+    residual Gram matrix, one per product of two or more columns).  The raw
+    features' quotients overstate what the check can see (they are mostly additive)."""
+    blocks, st = _blocks(key), _block_starts(key)
+    if not any(b[0] == "mlin" for b in blocks):
+        return np.zeros(0)
+    E = _reference(key)
+    add = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
+                          if k == "add"])
+    chk = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
+                          if k == "mlin"])
+    Emm = E[np.ix_(add, add)]
+    Ecm = E[np.ix_(chk, add)]
+    W = E[np.ix_(chk, chk)] - Ecm @ np.linalg.pinv(Emm, rcond=1e-10) @ Ecm.T
+    w = np.linalg.eigvalsh((W + W.T) / 2.0)
+    # the block's 2^d - 1 - d pure interactions (products of two or more columns); the
+    # rest are additive up to the hats' kinks, which no interaction term is
+    d = key[0]
+    return np.sort(w)[::-1][:2 ** d - 1 - d]
+
+
+@lru_cache(maxsize=64)
 def _central_quotients(key):
     """Per-row reference Rayleigh quotients E[h^2] (z ~ N(0, I)) of the test basis' central
-    functions (Greville abscissa in [-2, 2]; for the tensor fit both of them) and, where
-    the additive fit is checked, of the check block's features (the check must resolve
-    them too).  The linear fit's: those of the check's cubic polynomials (checked), else
-    of 1 and t."""
+    functions (Greville abscissa in [-2, 2]; for the tensor fit both of them) and, where a
+    stated model is checked, of its check: the additive fit's interaction contrasts
+    (:func:`_check_contrasts`); the linear fit's check, the central functions of the
+    additive splines at ``LINEAR_CHECK`` intervals and the interaction contrasts.  The
+    unchecked linear fit's: every direction of its signed block."""
     d, model, intervals, checked = key
     rng = np.random.default_rng(20261126)            # a fixed, public reference sample
     z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
-    if model == "linear":
-        if not checked:
-            # every direction of the hats (the constant and each winsorised slope)
-            return np.linalg.eigvalsh(_reference(key))
-        out = [np.mean(_bspline_values(z[:, 0], _rich_res(key)) ** 2, axis=0)]
-        if any(b[0] == "mlin" for b in _blocks(key)):
-            out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
-        return np.concatenate(out)
-    g = _greville(intervals)
-    q1 = np.mean(_bspline_values(z[:, 0], intervals) ** 2, axis=0)[np.abs(g) <= 2.0]
+    if model == "linear" and not checked:
+        return np.linalg.eigvalsh(_reference(key))
+    res = _rich_res(key) if model == "linear" else intervals
+    g = _greville(res)
+    q1 = np.mean(_bspline_values(z[:, 0], res) ** 2, axis=0)[np.abs(g) <= 2.0]
     if _blocks(key)[0][0] == "tensor":
         b0 = _bspline_values(z[:, 0], intervals)[:, np.abs(g) <= 2.0]
         b1 = _bspline_values(z[:, 1], intervals)[:, np.abs(g) <= 2.0]
         return np.mean((b0[:, :, None] * b1[:, None, :]) ** 2, axis=0).ravel()
-    out = [q1]
-    if any(b[0] == "mlin" for b in _blocks(key)):
-        out.append(np.mean(_multilinear(z, INTERACTION_BOX) ** 2, axis=0))
-    return np.concatenate(out)
+    return np.concatenate([q1, _check_contrasts(key)])
 
 
 def _lambda(n, key, eps_fit, gram_share):
@@ -667,14 +686,20 @@ def _t_quantile(df):
 
 
 def _interval_choices(d, model):
+    """The test resolutions the rule may choose: the tensor fit 2 or 4 per column; the
+    additive fit also 2 (a coarser fit whose interaction check is resolvable sooner: the
+    rule prefers a checked coarse fit to an unchecked fine one); the linear fit has one
+    (its check's)."""
     if model == "linear":
         return (LINEAR_CHECK,)
     if model == "full" and d == 2:
         return tuple(TENSOR_INTERVALS)
+    if model == "additive" and d > 1:
+        return (2,) + tuple(INTERVAL_CHOICES)
     return tuple(INTERVAL_CHOICES)
 
 
-def choose_design(n, d, p, q, epsilon, k=None, model="full"):
+def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=False):
     """The public rule: the basis, its resolution and the epsilon split.
 
     ``model``: ``"full"`` (no assumption: one column's splines, or two columns' tensor
@@ -709,6 +734,8 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full"):
     >>> choose_design(442, 3, 1, 1, 4.0, model="linear").certified
     True
     """
+    if assume_additive:                  # the older spelling of model="additive"
+        model = "additive"
     if model not in MODELS:
         raise ValueError(f"`model` must be one of {MODELS}; got {model!r}")
     return _choose_design(int(n), int(d), int(p), int(q), float(epsilon),

@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from .crt import GaussianModelX, crt, privcrt
+from ._spline import UnresolvableDesignError
 from .gcm import gcm, privgcm
 from .results import GCMResult
 
@@ -161,12 +162,9 @@ def _privacy_cell(res):
         return "none (not private)"
     cell = f"eps={p.epsilon:g}, {'hardened' if p.hardened else 'seeded'}"
     fc = getattr(res, "fit_check", None)
-    if fc is not None and not fc["resolvable"] and fc.get("columns", 1) >= 2 \
-            and not fc.get("assume_additive", False):
-        cell += ", interactions of z not certifiable: p = 1 (fail-safe)"
-    elif fc is not None and not fc["resolvable"]:
-        cell += ", fit not resolvable at this n: p = 1 (fail-safe)"
-    elif fc is not None and not fc["certified"]:
+    if fc is not None and fc.get("model") in ("additive", "linear"):
+        cell += f", assume={fc['model']}" + ("" if fc.get("checked") else " (not checked)")
+    if fc is not None and not fc["certified"]:
         cell += ", nested fits disagree: p = 1 (fail-safe)"
     return cell
 
@@ -194,14 +192,21 @@ def demo(seed=None, out=sys.stdout):
     for xname in ["bmi", "s3"]:
         q = f"diabetes: {xname} _||_ progression | age, sex, bp"
         rows.append(_row("GCM", q, gcm(col[xname], prog, z, kernel_sigma=0.1)))
-        for eps in (1.0, 8.0):
-            # the diabetes columns are centred with sd 1 / sqrt(442) (public: how the
-            # data set is distributed); the spline fit needs z on a unit scale.  With three
-            # columns of z at n = 442 no private regression can resolve their interactions,
-            # so the demo states the additive assumption (without it: p = 1, the fail-safe)
-            res = privgcm(col[xname], prog, z, epsilon=eps, x_bound=4.0, y_bound=3.0,
-                          z_scale=1.0 / np.sqrt(442.0), z_center=0.0, assume_additive=True,
-                          rng=noise_rng)
+        for eps in (2.0, 10.0):
+            # the columns above are centred and scaled to sd 1 (public: how the data set is
+            # distributed), z's unit scale.  With three columns of z at n = 442 no full fit
+            # exists (interactions of three columns) and the additive one is not
+            # resolvable: the demo states the linear model, the rung privci.plan names
+            # here (at epsilon 2 not even that: privgcm refuses before spending anything)
+            try:
+                res = privgcm(col[xname], prog, z, epsilon=eps, x_bound=4.0, y_bound=3.0,
+                              z_scale=1.0, z_center=0.0, assume="linear", rng=noise_rng)
+            except UnresolvableDesignError as err:
+                need = re.search(r"Smallest epsilon at n = \d+: about ([0-9.e+]+)", str(err))
+                rows.append(["PrivGCM", q, len(prog), "-", "refused",
+                             f"eps={eps:g}: nothing spent; assume=linear needs epsilon about "
+                             f"{need.group(1).rstrip('.') if need else '?'} at n = {len(prog)}"])
+                continue
             rows.append(_row("PrivGCM", q, res))
     # the paper's simulation (d = 1, s = 2) under the null and an alternative
     n = 1000
@@ -231,30 +236,15 @@ def demo(seed=None, out=sys.stdout):
         print(f"\nPrivCRT with m = {m} resamples: its p-value is (1 + rank) / {m + 1}, never "
               f"below 1/{m + 1} = {1 / (m + 1):g}, so it rejects at level alpha when "
               f"p <= alpha.", file=out)
-    if any("fail-safe" in r[-1] for r in rows):
+    if any(r[4] == "refused" for r in rows):
         n_d = data.data.shape[0]
-        eps_min = _smallest_resolvable_epsilon(n_d, z.shape[1], True)
-        print(f"\nfail-safe: with {z.shape[1]} columns of z at n = {n_d} the released regression "
-              f"is resolvable only from epsilon of about {eps_min:.3g} (additive), so PrivGCM "
-              "returns p = 1 rather than a rejection its fit cannot support.  "
-              f"privci.plan(n={n_d}, epsilon=8, effect=..., z_columns={z.shape[1]}, "
-              "assume_additive=True) says so before any data is used.", file=out)
+        print(f"\nrefused: with {z.shape[1]} columns of z at n = {n_d} no released regression "
+              "is resolvable at the smaller epsilon, so PrivGCM refuses before spending "
+              "anything (the answer would be p = 1 whatever the data).  "
+              f"privci.plan('privgcm', n={n_d}, epsilon=10, effect=..., "
+              f"z_columns={z.shape[1]}, assume='linear') says so before any data is used.",
+              file=out)
     return rows
-
-
-def _smallest_resolvable_epsilon(n, d, assume_additive):
-    """The smallest epsilon (to 2%) at which the spline rule resolves the fit (public)."""
-    from .plan import _spline_design
-    lo, hi = 1e-2, 1e6
-    if not _spline_design(n, hi, d, assume_additive).certified:
-        return math.inf
-    while hi / lo > 1.02:
-        mid = math.sqrt(lo * hi)
-        if _spline_design(n, mid, d, assume_additive).certified:
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 _AUTO_HELP = ("or 'auto': released with differential privacy from part of --epsilon "
@@ -391,10 +381,14 @@ def main(argv=None):
                          f"{_AUTO_HELP}")
     pg.add_argument("--y-center", type=_number_or_auto, default=0.0,
                     help=f"public centre of Y, {_AUTO_HELP}")
+    pg.add_argument("--assume", default=None, choices=["additive", "linear"],
+                    help="spline fit: a stated model for E[X|Z] and E[Y|Z] (additive in the "
+                    "Z columns, or linear), named in the result and checked where n and "
+                    "epsilon allow.  Without it the full fit answers one or two Z columns "
+                    "(their interactions included) where n x epsilon resolves it, and "
+                    "privgcm refuses otherwise, naming what would resolve it")
     pg.add_argument("--assume-additive", action="store_true",
-                    help="spline fit: assume E[X|Z] and E[Y|Z] additive in the Z columns (no "
-                         "interactions fitted or checked; stated in the result). Without it, "
-                         "two or more Z columns need a large n * epsilon, else p = 1")
+                    help="the older spelling of --assume additive")
     pg.add_argument("--center-epsilon", type=float, default=None,
                     help="part of --epsilon spent on private centres of X and Y (sequential "
                          "composition); default: none, the public centres are used")
@@ -441,7 +435,8 @@ def main(argv=None):
                           rng=args.seed, x_center=args.x_center, y_center=args.y_center,
                           center_epsilon=args.center_epsilon, regression=args.regression,
                           z_scale=zs, z_center=zc, bounds_epsilon=args.bounds_epsilon,
-                          **({"assume_additive": True} if args.assume_additive else {}), **krr)
+                          **({"assume_additive": True} if args.assume_additive else {}),
+                          **({"assume": args.assume} if args.assume else {}), **krr)
         else:
             if args.x_mean_column:
                 mu = data[args.x_mean_column]
