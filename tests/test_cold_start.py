@@ -59,6 +59,21 @@ def test_labels_use_numpy_until_the_kernel_is_ready(monkeypatch):
     assert calls == ["numpy"]
 
 
+@pytest.mark.parametrize("d", [1, 3])
+def test_rows_outside_numpy_equals_the_kernel(d, monkeypatch):
+    """rows_outside's first-call twin against the kernel itself: NaN inside, +-inf and the
+    far rows outside, the edge inside; then the dispatch (twin while not ready)."""
+    t = np.random.default_rng(d).normal(scale=2.0, size=(5000, d))
+    t[[5, 7, 9, 11]] = 0.0
+    t[5, 0], t[7, d - 1], t[9, 0], t[11, d - 1] = np.nan, 9.0, -np.inf, 4.0
+    a, b = np.empty(5000, np.uint8), np.empty(5000, np.uint8)
+    ca = _kernels._rows_outside_kernel(t, 4.0, a)
+    monkeypatch.setattr(_kernels, "ready", lambda kernel: False)
+    cb = _kernels.rows_outside(t, 4.0, b)
+    np.testing.assert_array_equal(a, b)
+    assert ca == cb == int(a.sum()) and not a[5] and a[7] and a[9] and not a[11]
+
+
 def test_ready_tells_compiled_from_not_compiled():
     @njit(cache=False)
     def add_one(a):
@@ -113,7 +128,7 @@ def test_warm_steps_compile_the_default_paths_kernels():
     assert failed == 0
     need = ["residual_products", "gcm_univariate", "standardise_columns", "gcm_max_statistic",
             "crt_statistics", "rank_scores", "clip_scale", "rff_features_into",
-            "rff_residuals", "rows_outside", "_block_labels_kernel"]
+            "rff_residuals", "_rows_outside_kernel", "_block_labels_kernel"]
     kern = _dispatchers(_kernels)
     not_ready = [name for name in need if not _kernels.ready(kern[name])]
     assert not not_ready, not_ready

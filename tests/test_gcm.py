@@ -235,7 +235,7 @@ def test_progress_lines_on_request_and_never_below_large_n(data, capsys):
     assert len(err) == 2
     assert err[0].startswith("privci.gcm: n = 120: regressing x and y on z by kernel ridge "
                              "regression, lambda 0.1 (O(n^3) time: faster at large n with "
-                             "kernel_approximation='rff', ridge_lambda=1e-3, center=True")
+                             "kernel_approximation='rff', ridge_lambda=1e-5, center=True")
     assert err[1].startswith("privci.gcm: regressions done in ") and err[1].endswith(" s")
     privci.gcm(x, y, z, ridge_lambda=0.1, kernel_approximation="rff", n_features=16,
                progress=True)

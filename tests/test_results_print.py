@@ -124,7 +124,7 @@ def test_gcm_note_from_large_n_on_after_the_exact_kernel_regression():
     cv = GCMResult(method="Generalised covariance measure test, kernel ridge regression, "
                           "lambda by 10-fold cross-validation over 11 values", **base)
     assert "cross-validated lambda (R's default)" in cv.note
-    assert "kernel_approximation='rff', ridge_lambda=1e-3, center=True" in repr(cv)
+    assert "kernel_approximation='rff', ridge_lambda=1e-5, center=True" in repr(cv)
     fixed = dataclasses.replace(cv, method="Generalised covariance measure test, kernel "
                                            "ridge regression, lambda 0.001")
     assert fixed.note is not None and "cross-validated" not in fixed.note

@@ -72,11 +72,14 @@ def demo_power(reps, seed):
         for test, question, _n, _stat, pval, privacy in out:
             if test != "PrivGCM":
                 continue
-            key = f"demo: {question} [{privacy.split(',')[0]}]"
+            key = f"demo: {question} [{privacy.split(',')[0].split(':')[0]}]"
             c = counts.setdefault(key, [0, 0, 0])
             c[0] += 1
-            c[1] += float(pval) <= 0.05
-            c[2] += "fail-safe" in privacy or "not certified" in privacy
+            if pval == "refused":        # refused before anything was spent: no answer
+                c[2] += 1
+                continue
+            c[1] += float(str(pval).split()[0]) <= 0.05
+            c[2] += "fail-safe" in privacy or "fail-safe" in str(pval)
     return [(k, v[0], v[1], v[2]) for k, v in counts.items()]
 
 

@@ -15,6 +15,8 @@ from .budget import BudgetExceededError, PrivacyBudget
 from .crt import GaussianModelX, ModelX, crt, crt_statistics, privcrt
 from .gcm import DegenerateStatisticWarning, gcm, gcm_from_residuals, privgcm, residual_products
 from .regression import crt_sensitivity, gcm_sensitivity
+from ._spline import UnresolvableDesignError
+from ._stats import FailSafeWarning
 from .results import (CRTResult, CRTStatistics, GCMResult, PrivacyRecord, PrivateTestResult,
                       ResidualProducts)
 
@@ -42,9 +44,10 @@ __all__ = [
     "gcm_sensitivity", "crt_sensitivity",
     "GCMResult", "PrivateTestResult", "CRTResult", "PrivacyRecord", "ResidualProducts",
     "CRTStatistics", "DegenerateStatisticWarning", "PrivacyBudget", "BudgetExceededError",
+    "FailSafeWarning", "UnresolvableDesignError",
 ]
 
 # release once, test many (issue 24)
-from .release import ReleasedTable, release  # noqa: E402
+from .release import ReleasedCovariance, ReleasedTable, release  # noqa: E402
 
-__all__ += ["release", "ReleasedTable", "plan_pc"]
+__all__ += ["release", "ReleasedTable", "ReleasedCovariance", "plan_pc"]

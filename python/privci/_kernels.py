@@ -347,7 +347,9 @@ def rff_residuals(z, freqs_t, coef, u):
 
 @njit(parallel=True, cache=True)
 def clip_scale(u, bound):
-    """Clip each column of u to [-bound_c, bound_c] and divide by bound_c."""
+    """Clip each column of u to [-bound_c, bound_c] and divide by bound_c.  (No numpy twin
+    on first calls, unlike the labels and rows_outside: tools/mutate.py mutates this
+    kernel's body, and the tests that must catch it call it through this name.)"""
     n, p = u.shape
     out = np.empty((n, p))
     for i in prange(n):
@@ -474,9 +476,11 @@ def _shuffle_mod(st, a, b, k, buf):
         buf[j] = t
 
 
-# below this many rows a first call that would compile the labels kernel (about 2 s, more
-# on a loaded machine) draws them with numpy instead: about 1 ms per 65,536-row chunk
-NUMPY_LABEL_ROWS = 1 << 20
+# below this many rows, a call whose kernel is not compiled yet (:func:`ready`) takes the
+# kernel's exact numpy twin instead of compiling it (the labels, about 2 s of compiling, and
+# rows_outside, about 0.5 s; more on a loaded machine): about 1 ms per 65,536-row chunk
+NUMPY_FIRST_ROWS = 1 << 20
+NUMPY_LABEL_ROWS = NUMPY_FIRST_ROWS
 
 
 def block_labels_into(states, first, chunk, n, k, start, stop, out):
@@ -551,8 +555,19 @@ def finite_clip(a, big, out):
     return out
 
 
-@njit(cache=True)
 def rows_outside(t, T, out):
+    """out[i] = 1 where some |t[i, j]| > T (NaN counts as inside), else 0; returns the
+    number of such rows: the compiled kernel, or its exact numpy twin for a first call on at
+    most ``NUMPY_FIRST_ROWS`` rows."""
+    if t.shape[0] <= NUMPY_FIRST_ROWS and not ready(_rows_outside_kernel):
+        hit = np.any(np.abs(t) > T, axis=1)      # NaN > T is False: inside, as below
+        out[:] = hit
+        return int(np.count_nonzero(hit))
+    return _rows_outside_kernel(t, T, out)
+
+
+@njit(cache=True)
+def _rows_outside_kernel(t, T, out):
     """out[i] = 1 where some |t[i, j]| > T (NaN counts as inside, as the basis kernels read
     it as 0), else 0; returns the number of such rows.  One pass over t (m, d): one column
     as a flat (vectorised) loop, several by the row's largest |t| (a NaN never wins a

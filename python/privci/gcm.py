@@ -186,15 +186,27 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     memory and O(n^3) time, measured at n = 5000 (one column of z, this
     project's 2-core machine, shared): 149 s under a load of 8 (the issue
     that prompted this note saw 16-41 s), against 5.6 s with a fixed
-    ``ridge_lambda=1e-3`` (one Cholesky solve, still O(n^3)) and 1.2 s with
-    ``kernel_approximation="rff", ridge_lambda=1e-3, center=True`` (512
-    random features, O(n D^2)); the three p-values were 0.532, 0.532 and
-    0.542 on that null data set.  With random features (or any fixed
-    lambda) pass ``center=True``: the regression has no intercept, and on
-    data whose means are far from 0 the un-centred residuals keep part of
-    the means (measured on nulls at n = 5000 with means 10: p = 2.5e-26 at
-    lambda = 1e-2 with one column of z and 3.5e-244 with three; with
-    ``center=True`` 0.54 and 0.39).
+    ``ridge_lambda`` (one Cholesky solve, still O(n^3)) and about 1 s with
+    random features (``kernel_approximation="rff"``, 512 features, O(n D^2)).
+
+    A faster fit must still fit: the level of any GCM test rests on its two
+    regressions (Shah and Peters), and a fixed lambda too large for the data
+    biases the statistic.  Measured on nulls at n = 5000 with three columns
+    of z (x = 10 + sin z1 + z3^2 + e, y = 10 + cos z3 + z1 + e,
+    ``center=True``), the rejection rate at 0.05: ``ridge_lambda=1e-3`` 0.54
+    (exact kernel, 50 data sets, seed 37012) and 0.495 [0.426, 0.564]
+    (random features, 200, seed 37011); ``ridge_lambda=1e-2`` 0.99 (random
+    features); ``ridge_lambda=1e-5`` with random features 0.045
+    [0.024, 0.083] (200, seed 37013; a first 50, seed 37012: 0.10), and with
+    one column of z (x = 10 + sin z1 + e, y = 10 + cos z1 + z1 + e) 0.065
+    [0.038, 0.108] (200, seed 37013).  So at larger n use
+    ``kernel_approximation="rff", ridge_lambda=1e-5, center=True``, and check
+    that a smaller lambda does not move the p-value.  With random features
+    (or any fixed lambda) pass ``center=True``: the regression has no
+    intercept, and on data whose means are far from 0 the un-centred
+    residuals keep part of the means (nulls at n = 5000 with means 10,
+    lambda = 1e-2: p = 2.5e-26 with one column of z and 3.5e-244 with three;
+    with ``center=True`` 0.54 and 0.39).
 
     Examples
     --------
@@ -225,7 +237,7 @@ def gcm(x, y, z=None, *, regressor="kernel_ridge", kernel_sigma=1.0, ridge_lambd
     show = bool(progress) if progress is not None else (exact and n >= LARGE_N)
     if show and opt.kind != "none":
         hint = (" (O(n^3) time: faster at large n with kernel_approximation='rff', "
-                "ridge_lambda=1e-3, center=True; progress=False silences these lines)"
+                "ridge_lambda=1e-5, center=True; progress=False silences these lines)"
                 if exact else "")
         _progress(True, f"n = {n}: regressing x and y on z by"
                   f"{_regression_text(opt)[1:]}{hint} ...")
@@ -379,21 +391,25 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
     """Differentially private GCM test (PrivGCM).
 
     With z given and ``regression="spline"`` (the default): the regressions
-    of the scaled x and y on z are **released** with differential privacy (a
-    cubic-spline fit, additive with multilinear interactions for 2 to 4
-    columns, whose Gram matrices and cross-products get Laplace noise, x
-    fitted on one half of the rows and y on the other), the residuals are
-    clipped to [-1, 1], their products are summed within k blocks of a
-    data-independent partition (k in 5, 10, 20 by the rule below), each block
-    sum gets Laplace(2 / epsilon_test),
-    and the test is a t statistic whose variance also holds the released
-    fits' noise and a bias allowance from a nested richer fit (see
-    ``privci._spline`` and the documentation's "Released regression" page for
-    the proof).  A public rule of (n, d, epsilon) sets the basis resolution,
-    the epsilon split and k; where it finds that the regression cannot be
-    resolved, or the nested fits disagree, the p-value is 1 (a fail-safe) and
-    ``res.fit_check`` and the
-    printed "fit check" line say so.
+    of the scaled x and y on z are **released** with differential privacy
+    (cubic splines for one column of z, their tensor product for two, which
+    includes every interaction of the two; a stated model, ``assume=``, for
+    more: Gram matrices and cross-products get Laplace noise, x fitted on one
+    half of the rows and y on the other), the residuals are divided by public
+    scales so that they lie in [-1, 1], and the test releases one noisy sum of
+    their products and one of the squared products (its variance): the
+    p-value is the exact tail of the normal sampling error plus the sum's own
+    Laplace noise, with the released fits' noise and a bias allowance from a
+    nested richer fit in the variance (see ``privci._spline`` and the
+    documentation's "Released regression" page for the proof).  A public rule
+    of (n, d, epsilon, the model) sets the basis resolution, the epsilon split
+    and the test; where it finds that the regression cannot be resolved,
+    privgcm raises :class:`~privci._spline.UnresolvableDesignError` before
+    anything is charged or read (naming the smallest epsilon and n that would
+    resolve it, and the stated models that resolve here; :func:`privci.plan`
+    says so beforehand).  Where the nested fits disagree on the data, the
+    p-value is 1 (the fail-safe, not evidence of independence): the printed
+    result and ``res.fit_check`` say so and a ``FailSafeWarning`` is emitted.
 
     With ``regression="krr"`` (the paper's mechanism): the kernel ridge
     residual products of (x - x_center)/x_bound and (y - y_center)/y_bound,
@@ -521,16 +537,23 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         ``"auto"`` with the spline fit (a private median per column, part of
         ``bounds_epsilon``), 0 with ``"krr"`` (the Gaussian kernel does not
         depend on a shift).  Fixed before seeing the data when given.
+    assume : None, "additive" or "linear"
+        Spline fit only: a stated model for E[X | Z] and E[Y | Z].  None
+        (default): the full fit, one or two columns of z (the tensor product
+        of two columns' splines includes their interactions); with three or
+        more columns privgcm refuses (no full fit), naming the models that
+        resolve.  ``"additive"``: cubic splines per column, no interaction
+        fitted; its check (a multilinear interaction block in the nested
+        fit, 2 to 4 columns) runs where n and epsilon resolve it, and the
+        fail-safe holds p = 1 where it finds interactions.  ``"linear"``: a
+        linear function of each column (few coefficients: small samples);
+        its check (splines with 4 intervals per column and the interaction
+        block) runs where n and epsilon resolve it; unchecked, the fit uses
+        the rows with every column of (z - z_center) / z_scale in [-2, 2].
+        The model and whether it was checked are in ``res.fit_check`` and the
+        caveats; where unchecked, the level rests on the assumption.
     assume_additive : bool, default False
-        Spline fit only.  False: with two or more columns of z the p-value
-        is 1 (the fail-safe) whatever n and epsilon: the released fit holds
-        only multilinear interactions, and an interaction such as
-        sin(z1) cos(z2) is seen by neither the fit nor its nested check
-        (such nulls were rejected in 100% of data sets at n = 10^5 before
-        this rule).  True: a public assumption
-        that E[X | Z] and E[Y | Z] are additive in the columns of z; no
-        interaction is fitted or checked, the level rests on the assumption,
-        and the result's caveats say so.
+        The older spelling of ``assume="additive"``.
 
     Returns
     -------
@@ -560,20 +583,30 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
     --------
     >>> import numpy as np, privci
     >>> rng = np.random.default_rng(3)
-    >>> z = rng.normal(size=500); x = np.sin(z) + rng.normal(size=500)
-    >>> y = np.cos(z) + rng.normal(size=500)
-    >>> res = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7)
-    >>> res.privacy.hardened, res.privacy.n_blocks in (5, 10, 20), 0 <= res.pvalue <= 1
-    (False, True, True)
+    >>> z = rng.normal(size=2000); x = np.sin(z) + rng.normal(size=2000)
+    >>> y = np.cos(z) + 0.5 * x + rng.normal(size=2000)
+    >>> res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
+    ...                      z_scale=1.0, rng=7)
+    >>> res.privacy.hardened, res.statistic_name, res.pvalue < 0.05
+    (False, 'z', True)
     >>> res.privacy.sensitivity_kind    # the default: the released spline regression
     'released spline fit'
-    >>> paper = privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4, rng=7,
+    >>> paper = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, rng=7,
     ...                        regression="krr")      # the paper's Algorithm 1
     >>> paper.privacy.n_blocks, paper.privacy.sensitivity_kind
-    (500, 'paper')
+    (2000, 'paper')
     >>> stat, p = res                   # unpacks like scipy's results
     >>> privci.privgcm(x, y, None, epsilon=1.0, x_bound=4, y_bound=4, rng=7).privacy.n_blocks
     20
+    >>> z3 = rng.normal(size=(2000, 3))  # three columns: state a model, or privgcm refuses
+    >>> privci.privgcm(x, y, z3, epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
+    ...                z_scale=1.0)      # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    privci._spline.UnresolvableDesignError: privgcm: the full fit (no assumption) cannot be resolved with 3 column(s) of z ...
+    >>> privci.privgcm(x, y, z3, epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
+    ...                z_scale=1.0, assume="linear", rng=7).fit_check["model"]
+    'linear'
     """
     call = dict(epsilon=epsilon, x_bound=x_bound, y_bound=y_bound, ridge_lambda=ridge_lambda,
                 kernel_sigma=kernel_sigma, alternative=alternative, rng=rng, n_sim=n_sim,

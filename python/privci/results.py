@@ -267,7 +267,7 @@ class GCMResult(_ReprMixin):
         what = ("the exact kernel ridge regression with cross-validated lambda (R's default)"
                 if "cross-validation" in m else "the exact kernel ridge regression")
         return (f"at n = {self.n} {what} takes O(n^3) time and O(n^2) memory; faster: "
-                "kernel_approximation='rff', ridge_lambda=1e-3, center=True (see "
+                "kernel_approximation='rff', ridge_lambda=1e-5, center=True (see "
                 "help(privci.gcm), 'Larger n')")
 
     def __repr__(self):

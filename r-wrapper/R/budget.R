@@ -38,12 +38,14 @@
 #'   z <- rnorm(n)
 #'   x <- sin(z) + rnorm(n)
 #'   y <- cos(z) + rnorm(n)
-#'   privgcm(x, y, z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1, budget = b)
+#'   privgcm(x, y, z, epsilon = 0.6, x_bound = 4, y_bound = 4, regression = "krr",
+#'           seed = 1, budget = b)
 #'   b$remaining
 #'   budget_ledger(b)
 #'   # a second release of epsilon 0.6 would overspend: refused, nothing computed
 #'   res <- tryCatch(
-#'     privgcm(x, y, z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1, budget = b),
+#'     privgcm(x, y, z, epsilon = 0.6, x_bound = 4, y_bound = 4, regression = "krr",
+#'             seed = 1, budget = b),
 #'     python.builtin.BudgetExceededError = function(e) conditionMessage(e))
 #'   res
 #'   print(b)

@@ -80,9 +80,11 @@
 #' The defaults reproduce gcm.test: exact kernel ridge regression with lambda
 #' chosen by 10-fold cross-validation, O(n^3) time and O(n^2) memory (at
 #' n = 5000 from about 20 s to minutes on two cores). Faster:
-#' `kernel_approximation = "rff", ridge_lambda = 1e-3, center = TRUE`
-#' (random Fourier features, O(n D^2)); see the Python docstring of
-#' `privci.gcm` for the measured times and level.
+#' `kernel_approximation = "rff", ridge_lambda = 1e-5, center = TRUE`
+#' (random Fourier features, O(n D^2)). A fixed lambda must be small enough
+#' for the regression to fit (1e-3 or 1e-2 broke the level on a null with
+#' three columns of z); see the Python docstring of `privci.gcm`, Notes, for
+#' the measured times and level.
 #' @param ... For the default method: further named arguments, passed
 #'   unchanged to the Python function `privci.gcm` (or to
 #'   `privci.gcm_from_residuals` when residuals are given), so that options

@@ -35,6 +35,10 @@
 #' @param assume,assume_additive As in [privgcm()]: `assume = "additive"` (or
 #'   `assume_additive = TRUE`) plans under the public assumption that
 #'   E\[X | Z\] and E\[Y | Z\] are additive.
+#' @param auto,ranges PrivGCM's spline fit, when the Python package has them
+#'   (`NULL`: Python's default; not passed): `auto` which of privgcm's
+#'   parameters are released with part of `epsilon` (`"z"`, privgcm's default,
+#'   `"none"` or `"all"`), `ranges` the residual scales' public ranges.
 #' @param ... Further named arguments, passed unchanged to the Python
 #'   function.
 #' @param x A `privci_plan` object.
@@ -63,7 +67,7 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
                  ridge_lambda = 5, sensitivity = NULL, n_blocks = NULL, n_resamples = 19L,
                  alpha = 0.05, alternative = c("two.sided", "less", "greater"), n_mc = 20000L,
                  seed = 0, regression = c("spline", "krr"), z_columns = 1L, assume = NULL,
-                 assume_additive = FALSE, ...) {
+                 assume_additive = FALSE, auto = NULL, ranges = NULL, ...) {
   call <- match.call()
   test <- match.arg(test)
   alternative <- match.arg(alternative)
@@ -82,10 +86,12 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
   # the assumption only when stated (`assume_additive` is the older spelling)
   if (!is.null(assume)) args$assume <- assume
   if (!isFALSE(assume_additive)) args$assume_additive <- assume_additive
+  if (!is.null(auto)) args$auto <- auto
+  if (!is.null(ranges)) args$ranges <- ranges
   .privci()
   fun <- reticulate::import("privci.plan")$plan
-  res <- .py_call(fun, c(args, .py_extra(list(...), c(names(args), "assume",
-                                                      "assume_additive"), "plan")), call)
+  res <- .py_call(fun, c(args, .py_extra(list(...), c(names(args), "assume", "assume_additive",
+                                                      "auto", "ranges"), "plan")), call)
   num <- function(v) if (is.null(v)) NULL else as.numeric(v)
   structure(list(
     test = res$test, solved_for = res$solved_for, n = as.integer(res$n),

@@ -130,18 +130,21 @@
 #' @export
 #' @examples
 #' if (privci_available()) {
-#'   n <- 500
+#'   n <- 2000
 #'   z <- rnorm(n)
 #'   x <- sin(z) + rnorm(n)
 #'   y <- cos(z) + rnorm(n)
-#'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6, seed = 1)
+#'   # the released spline fit needs n * epsilon large enough (plan() says how large)
+#'   privgcm(x, y, z, epsilon = 2, x_bound = 4, y_bound = 4, y_center = 0.6, seed = 1)
 #'   # the formula form
 #'   d <- data.frame(X = x, Y = y, Z = z)
-#'   privgcm(Y ~ X | Z, data = d, epsilon = 1, x_bound = 4, y_bound = 4, y_center = 0.6,
+#'   privgcm(Y ~ X | Z, data = d, epsilon = 2, x_bound = 4, y_bound = 4, y_center = 0.6,
 #'           seed = 1)
 #'   # public centre and scale of z (no privacy spent on them)
-#'   privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, z_center = 0, z_scale = 1,
+#'   privgcm(x, y, z, epsilon = 2, x_bound = 4, y_bound = 4, z_center = 0, z_scale = 1,
 #'           seed = 1)
+#'   # the paper's Algorithm 1 (kernel ridge regression)
+#'   privgcm(x, y, z, epsilon = 2, x_bound = 4, y_bound = 4, regression = "krr", seed = 1)
 #' }
 privgcm <- function(x, ...) UseMethod("privgcm")
 

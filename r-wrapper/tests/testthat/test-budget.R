@@ -36,23 +36,25 @@ test_that("privci_budget reports bad input with Python's message", {
                fixed = TRUE, class = "python.builtin.ValueError")
 })
 
-test_that("privgcm and privcrt charge a budget passed through `...`; overspending is refused", {
+test_that("privgcm and privcrt charge a budget; overspending is refused", {
+  # the KRR path: the budget's mechanics, whatever the spline fit's public rule decides
+  # at this n
   skip_if_no_privci()
   d <- sim_data(n = 150)
   b <- privci_budget(1, name = "d")
   r1 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
-                 z_center = 0, z_scale = 1, budget = b)
+                 regression = "krr", budget = b)
   expect_s3_class(r1, "privci_private_htest")
   expect_equal(b$spent, 0.6)
   expect_equal(budget_remaining(b), 0.4)
   # the same test without a budget: the same release
   r0 <- privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
-                 z_center = 0, z_scale = 1)
+                 regression = "krr")
   expect_identical(r1$statistic, r0$statistic)
   # overspending: an R error naming the Python exception, nothing charged
   err <- expect_error(
     privgcm(d$x, d$y, d$z, epsilon = 0.6, x_bound = 4, y_bound = 4, seed = 1,
-                 z_center = 0, z_scale = 1, budget = b),
+                 regression = "krr", budget = b),
     "does not fit in what remains", class = "python.builtin.BudgetExceededError")
   expect_s3_class(err, "privci_error")
   expect_equal(b$spent, 0.6)
@@ -69,6 +71,6 @@ test_that("privgcm and privcrt charge a budget passed through `...`; overspendin
   expect_output(print(b), "privcrt")
   # the Python object itself is accepted as well
   r3 <- privgcm(d$x, d$y, d$z, epsilon = 0.05, x_bound = 4, y_bound = 4, seed = 1,
-                budget = b$py, z_center = 0, z_scale = 1)
+                budget = b$py, regression = "krr")
   expect_equal(budget_spent(b), 0.95)
 })

@@ -76,11 +76,11 @@ test_that("data may be a data frame, a matrix with column names, a list or absen
 test_that("privgcm, privcrt and crt take the formula form", {
   skip_if_no_privci()
   d <- formula_data(n = 150)
-  # public z centre and scale (at n = 150 the private ones would be unreliable: a warning)
+  # the KRR path: the formula's conversion, whatever the spline fit's rule decides at n = 150
   p <- privgcm(Y ~ X | Z1 + Z2, data = d, epsilon = 1, x_bound = 4, y_bound = 4, seed = 1,
-               z_center = 0, z_scale = 1)
+               regression = "krr")
   pv <- privgcm(d$X, d$Y, cbind(d$Z1, d$Z2), epsilon = 1, x_bound = 4, y_bound = 4, seed = 1,
-                z_center = 0, z_scale = 1)
+                regression = "krr")
   expect_s3_class(p, "privci_private_htest")
   expect_identical(p$statistic, pv$statistic)
   expect_identical(p$p.value, pv$p.value)

@@ -37,7 +37,7 @@ test_that("the R usage lists every argument of the Python functions", {
 
 test_that("assume is passed to Python only when given, as `assume`", {
   skip_if_no_privci()
-  d <- sim_data(n = 300, d = 2)
+  d <- sim_data(n = 2000, d = 2)
   if (py_has_arg("privgcm", "assume")) {
     a <- privgcm(d$x, d$y, d$z, epsilon = 8, x_bound = 4, y_bound = 6, seed = 1,
                  z_center = 0, z_scale = 1, assume = "additive")
