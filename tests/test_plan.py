@@ -168,53 +168,60 @@ def test_agrees_with_privgcm_blocks_simulation():
 
 
 def test_spline_default_plan():
-    """privgcm's default: sensitivity 2 on the rule's block sums with the rule's test share."""
+    """privgcm's default: the plan follows the rule's design (its k, its test share) and
+    privgcm's block count; a null effect plans power at most alpha, and power grows with
+    the effect and with epsilon."""
     from privci._spline import choose_design
     des = choose_design(10_000, 1, 1, 1, 2.0)
-    share = des.eps_test / 2.0
-    p = _plan(n=10_000, epsilon=2.0, effect=1.0, x_bound=4, y_bound=5.7)
-    q = _plan(n=10_000, epsilon=2.0 * share, effect=1.0, x_bound=4, y_bound=5.7,
-              regression="krr", sensitivity=2.0, n_blocks=des.k)
-    assert p.sensitivity == pytest.approx(2.0 / share) and p.n_blocks == des.k
+    p = _plan(n=10_000, epsilon=2.0, effect=0.05, x_bound=4, y_bound=5.7, auto="none")
+    assert p.n_blocks == des.k and p.details["resolvable"]
     # the block count follows privgcm's: the rule's for "auto", the user's otherwise
     z = np.random.default_rng(0).normal(size=(10_000, 1))
     res = privci.privgcm(z[:, 0], z[:, 0] ** 2, z, epsilon=2.0, x_bound=4, y_bound=4,
                          z_center=0.0, z_scale=1.0, rng=0)
     assert res.privacy.n_blocks == p.n_blocks
     assert _plan(n=10_000, epsilon=2.0, effect=1.0, n_blocks=7).n_blocks == 7
-    assert p.power == pytest.approx(q.power, rel=1e-9)
+    null = _plan(n=10_000, epsilon=2.0, effect=0.0, x_bound=4, y_bound=5.7)
+    assert null.power <= 0.05 + 1e-9
+    small = _plan(n=10_000, epsilon=2.0, effect=0.02, x_bound=4, y_bound=5.7)
+    assert null.power < small.power < p.power
+    assert small.power < _plan(n=10_000, epsilon=8.0, effect=0.02, x_bound=4,
+                               y_bound=5.7).power
     with pytest.raises(ValueError, match="`sensitivity` applies to regression='krr' only"):
         _plan(n=100, epsilon=1.0, effect=1.0, sensitivity="sharp")
     with pytest.raises(ValueError, match="`regression` must be 'spline' or 'krr'; got"):
         _plan(n=100, epsilon=1.0, effect=1.0, regression="gam")
 
 
-@pytest.mark.parametrize("n, d, eps, additive", [
-    (442, 3, 8.0, True), (442, 3, 64.0, True), (442, 1, 1.0, False), (442, 1, 8.0, False),
-    (1000, 7, 400.0, True), (1000, 2, 8.0, False), (1000, 2, 8.0, True),
+@pytest.mark.parametrize("n, d, eps, model", [
+    (442, 3, 8.0, "additive"), (442, 3, 64.0, "additive"), (442, 1, 1.0, None),
+    (442, 1, 8.0, None), (1000, 7, 400.0, "additive"), (1000, 2, 8.0, None),
+    (1000, 2, 8.0, "additive"), (442, 3, 8.0, "linear"), (442, 3, 2.0, "linear"),
 ])
-def test_spline_plan_knows_when_privgcm_fails_safe(n, d, eps, additive):
-    """With z_columns (and assume_additive) the planner says whether the rule resolves the
-    fit, exactly where privgcm's fail-safe returns p = 1 on data of that shape, and then
-    plans power 0."""
+def test_spline_plan_knows_when_privgcm_refuses(n, d, eps, model):
+    """With z_columns (and assume) the planner says whether the rule resolves the fit,
+    exactly where privgcm refuses (UnresolvableDesignError, nothing spent) on data of
+    that shape, and then plans power 0."""
     rng = np.random.default_rng(n + d)
     z = rng.normal(size=(n, d))
     x = z[:, 0] + rng.normal(size=n)
     y = x + rng.normal(size=n)                    # a strong dependence
-    res = privci.privgcm(x, y, z, epsilon=eps, x_bound=4, y_bound=4, z_center=0.0,
-                         z_scale=1.0, assume_additive=additive, rng=1)
     p = _plan(n=n, epsilon=eps, effect=1.0, x_bound=4, y_bound=4, z_columns=d,
-              assume_additive=additive)
-    assert p.details["resolvable"] == res.fit_check["resolvable"]
-    assert p.details["z_columns"] == d and p.details["assume_additive"] == additive
+              assume=model, auto="none")
+    assert p.details["z_columns"] == d and p.details["assume"] == model
+    call = dict(epsilon=eps, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0, assume=model,
+                rng=1)
     if not p.details["resolvable"]:
-        assert p.power == 0.0 and res.pvalue == 1.0
-        assert "fail-safe returns p = 1" in repr(p)
+        with pytest.raises(privci.UnresolvableDesignError, match="cannot be resolved"):
+            privci.privgcm(x, y, z, **call)
+        assert p.power == 0.0 and "privgcm refuses" in repr(p)
     else:
-        assert p.power > 0.0 and "fail-safe" not in repr(p)
+        res = privci.privgcm(x, y, z, **call)
+        assert res.fit_check["resolvable"]
+        assert p.power > 0.0 and "refuses" not in repr(p)
 
 
-def test_spline_plan_solves_past_the_fail_safe():
+def test_spline_plan_solves_past_the_refusal():
     """A solved epsilon or n is at least the smallest that resolves the fit, and just below
     the solved value the plan is short of the target."""
     e = _plan(n=442, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
@@ -229,8 +236,8 @@ def test_spline_plan_solves_past_the_fail_safe():
     # one column: as before (z_columns=1 is the default)
     assert _plan(n=5000, epsilon=2.0, effect=0.2) == _plan(n=5000, epsilon=2.0, effect=0.2,
                                                            z_columns=1)
-    # out of reach: products of 7 columns are never resolved; the message says why
-    with pytest.raises(ValueError, match="not resolvable even at epsilon = 10\\^6.*assume_additive"):
+    # out of reach: no full fit for 7 columns; the message names the stated models
+    with pytest.raises(ValueError, match="not resolvable even at epsilon = 10\\^6.*assume="):
         _plan(n=442, power=0.9, effect=0.2, z_columns=7)
     with pytest.raises(ValueError, match="not resolvable even at n = 10\\^9"):
         _plan(epsilon=2.0, power=0.9, effect=0.2, z_columns=7)

@@ -91,9 +91,9 @@ def test_plan_pc_validates(kw, msg):
 
 
 def test_plan_pc_docstring_examples():
-    # privci._plan_pc is private, so tests/test_docstrings.py does not collect it
+    # plan_pc lives in privci.plan (its examples run here too, by name)
     import doctest
 
-    import privci._plan_pc as mod
+    import privci.plan as mod
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

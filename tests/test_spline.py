@@ -1024,3 +1024,20 @@ def test_squares_release_states_its_reachable_sensitivity():
     sq = next(r for r in res.privacy.releases if r.name == "sum of squared residual products")
     assert sq.sensitivity == 1.0
     assert sq.noise_scale == pytest.approx(sq.sensitivity / sq.epsilon)
+
+
+def test_smallest_n_and_epsilon_round_up_and_end():
+    """The refusal's numbers: rounded up to two significant digits (so they resolve), and
+    the search ends where 1.05 x a round number rounds back to it (n = 10^4 looped forever
+    at epsilon 0.9 with two columns before)."""
+    from privci._spline import _ceil2, choose_design, smallest_epsilon, smallest_n
+    for v in (10000, 10001, 10499, 0.0123, 99.1, 5.4, 7):
+        c = _ceil2(v)
+        assert c >= v and float(f"{c:.2g}") == pytest.approx(c)
+        assert _ceil2(v * 1.01 + 1) > v
+    m = smallest_n(0.9, 2)
+    assert choose_design(m, 2, 1, 1, 0.9).certified
+    assert not choose_design(int(m / 1.15), 2, 1, 1, 0.9).certified
+    e = smallest_epsilon(300, 2)
+    assert choose_design(300, 2, 1, 1, e).certified
+    assert not choose_design(300, 2, 1, 1, e / 1.15).certified

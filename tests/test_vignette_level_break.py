@@ -18,8 +18,10 @@ def _load(name):
 
 
 def test_break31_designs_run_and_interactions_fail_safe(tmp_path):
-    """Every BREAK31 design draws; a reduced run of the interaction designs is fail-safe
-    (two columns without assume_additive: p = 1 in every run, flagged)."""
+    """Every BREAK31 design draws; a reduced run of an interaction design is answered by
+    the two-column tensor fit (resolvable, no refusal) and rejects at most 1 of 3 null
+    data sets (a false failure has probability below 0.01 at a level of 0.05; measured
+    0.050 [0.014, 0.165] on 40 data sets, seed 77)."""
     ls = _load("level_stress")
     rng = np.random.default_rng(0)
     for cls in ls.BREAK31:
@@ -30,7 +32,7 @@ def test_break31_designs_run_and_interactions_fail_safe(tmp_path):
                     "--params", "public", "--reps", "3", "--workers", "1", "--seed", "7",
                     "--out", str(tmp_path / "break.csv")])
     by = {r["cls"]: r for r in rows}
-    assert by["b_sincos"]["not_certified"] == 1.0 and by["b_sincos"]["rejections"] == 0
+    assert by["b_sincos"]["refused"] == 0.0 and by["b_sincos"]["rejections"] <= 1
     assert by["b_lognormal"]["reps"] == 3
     assert (tmp_path / "break.csv").exists()
 

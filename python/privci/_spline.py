@@ -233,7 +233,7 @@ class Design:
     @property
     def interactions(self):
         """Whether the rich basis holds interactions of columns (tensor or check block)."""
-        return any(b[0] != "add" for b in _blocks(self.key))
+        return any(b[0] in ("tensor", "mlin") for b in _blocks(self.key))
 
     @property
     def rich_intervals(self):
@@ -836,8 +836,10 @@ def smallest_epsilon(n, d, model="full", p=1, q=1, hi=1e4):
     while hi_ / lo_ > 1.01:
         mid = math.sqrt(lo_ * hi_)
         lo_, hi_ = (lo_, mid) if ok(mid) else (mid, hi_)
-    e = float(f"{hi_:.2g}")
-    return e if ok(e) else float(f"{hi_ * 1.05:.2g}")
+    e = float(f"{_ceil2(hi_):.2g}")
+    while not ok(e):                  # (rounding is up; resolvable from hi_ on)
+        e = float(f"{_ceil2(e * 1.01):.2g}")
+    return e
 
 
 def smallest_n(epsilon, d, model="full", p=1, q=1, hi=10 ** 8):
@@ -853,10 +855,16 @@ def smallest_n(epsilon, d, model="full", p=1, q=1, hi=10 ** 8):
     while hi_ / lo_ > 1.01:
         mid = int(math.sqrt(lo_ * hi_))
         lo_, hi_ = (lo_, mid) if ok(mid) else (mid, hi_)
-    m = int(float(f"{hi_:.2g}"))
-    while not ok(m):
-        m = int(float(f"{m * 1.05:.2g}"))
+    m = int(_ceil2(hi_))
+    while not ok(m):                  # (the bisection's end is resolvable; rounding is up)
+        m = int(_ceil2(m * 1.01 + 1))
     return m
+
+
+def _ceil2(v):
+    """The least number with two significant digits that is at least v > 0."""
+    step = 10.0 ** (math.floor(math.log10(v)) - 1)
+    return math.ceil(v / step - 1e-9) * step
 
 
 def unresolvable_message(n, d, p, q, epsilon, eps_test, model):
@@ -1564,8 +1572,9 @@ def model_text(design):
     """What the released regression fits (public words, for the record and the caveats)."""
     d, r, i = design.d, design.rich_intervals, design.intervals
     if design.model == "linear":
-        chk = ("; the rich fit, a cubic polynomial in each column, checks it" if
-               design.checked else "; not checked")
+        inter = (" and a multilinear interaction block" if 2 <= d <= CHECK_MAX_D else "")
+        chk = (f"; the rich fit (cubic splines in each column, {r} intervals{inter}) "
+               "checks it" if design.checked else "; not checked")
         return f"a linear function of each of the {d} column(s) of z{chk}"
     if design.model == "additive" and d > 1:
         chk = ("; the rich fit adds a multilinear interaction block, the check" if
@@ -1589,8 +1598,11 @@ def additive_caveat(design):
                 "the columns of z; ")
         what += ("the nested cubic fit's estimated bias is in the variance, and the test "
                  "refuses (p = 1, fail-safe) where it finds the assumption false; what it "
-                 "cannot see (structure beyond a cubic in one column, interactions of "
-                 "columns) is not covered." if design.checked else
+                 "cannot see (structure finer than the rich fit's knots"
+                 + (", interactions that are not multilinear" if 2 <= design.d <= CHECK_MAX_D
+                    else ", any interaction of the columns (not checked beyond "
+                    f"{CHECK_MAX_D} columns)" if design.d > 1 else "")
+                 + ") is not covered." if design.checked else
                  "at this n and epsilon the assumption could not be checked, so the level "
                  "rests on it.")
         return base + what
