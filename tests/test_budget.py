@@ -157,9 +157,11 @@ def test_privgcm_charges_the_budget_before_computing(monkeypatch):
         pytest.skip("privgcm has no budget= yet")
     rng = np.random.default_rng(11)
     x, y, z = rng.normal(size=(3, 300))
-    b = PrivacyBudget(epsilon=1.0)
-    res = privci.privgcm(x, y, z, epsilon=0.6, x_bound=4, y_bound=4, rng=1, budget=b)
-    assert len(b.ledger) == 1 and b.spent == pytest.approx(0.6)
+    # epsilon 8: the spline rule (private z centre and scale) resolves n = 300 rows from
+    # about 7 and refuses below (before any charge)
+    b = PrivacyBudget(epsilon=10.0)
+    res = privci.privgcm(x, y, z, epsilon=8.0, x_bound=4, y_bound=4, rng=1, budget=b)
+    assert len(b.ledger) == 1 and b.spent == pytest.approx(8.0)
     assert "PrivacyBudget" in repr(res.privacy)   # the composition statement is on the record
     # spy on the first step that reads the data: a refused release never reaches it
     calls = []
@@ -174,7 +176,7 @@ def test_privgcm_charges_the_budget_before_computing(monkeypatch):
 
     monkeypatch.setattr(target, "transform", spy)
     with pytest.raises(BudgetExceededError):
-        privci.privgcm(x, y, z, epsilon=0.6, x_bound=4, y_bound=4, rng=1, budget=b)
+        privci.privgcm(x, y, z, epsilon=8.0, x_bound=4, y_bound=4, rng=1, budget=b)
     assert calls == [] and len(b.ledger) == 1
-    privci.privgcm(x, y, None, epsilon=0.4, x_bound=4, y_bound=4, rng=1, budget=b)
-    assert calls == [1] and b.spent <= 1.0
+    privci.privgcm(x, y, None, epsilon=2.0, x_bound=4, y_bound=4, rng=1, budget=b)
+    assert calls == [1] and b.spent <= 10.0

@@ -49,20 +49,32 @@ def test_demo_prints_all_tests():
     assert sum(found) >= 2, found
 
 
-@pytest.fixture
-def csv_file(tmp_path):
+def _write_csv(path, n):
     rng = np.random.default_rng(0)
-    n = 300
     z1, z2 = rng.normal(size=n), rng.normal(size=n)
     x = 0.5 + 1.2 * z1 - 0.3 * z2 + rng.normal(size=n)
     y = z1 + 2 * (x - (0.5 + 1.2 * z1 - 0.3 * z2)) + rng.normal(size=n)
     mu = 0.5 + 1.2 * z1 - 0.3 * z2
-    p = tmp_path / "d.csv"
-    with open(p, "w") as fh:
+    with open(path, "w") as fh:
         fh.write("x,y,z1,z2,mu\n")
         for row in zip(x, y, z1, z2, mu):
             fh.write(",".join(repr(float(v)) for v in row) + "\n")
-    return str(p)
+    return str(path)
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    """300 rows, two columns of z (the KRR, PrivCRT and GCM subcommands)."""
+    return _write_csv(tmp_path / "d.csv", 300)
+
+
+@pytest.fixture
+def csv_file_2000(tmp_path):
+    """The same model at n = 2000: the released spline fit (PrivGCM's default) refuses two
+    columns of z at n = 300 whatever epsilon a test would use, and at n = 2000 answers
+    with assume='linear' from epsilon 0.76 (privci._spline.smallest_epsilon(2000, 2,
+    'linear')); the full fit would need 4.6."""
+    return _write_csv(tmp_path / "d.csv", 2000)
 
 
 def test_privgcm_subcommand(csv_file, capsys):
@@ -141,10 +153,10 @@ def _run(argv):
     return code, out.getvalue(), err.getvalue()
 
 
-def _cells_csv(path, cells, rows):
-    """A CSV of 40 rows (x, y, z1, z2); column y holds ``cells[k]`` at row ``rows[k]``."""
+def _cells_csv(path, cells, rows, n=40):
+    """A CSV of n rows (x, y, z1, z2); column y holds ``cells[k]`` at row ``rows[k]``."""
     rng = np.random.default_rng(5)
-    data = rng.normal(size=(40, 4)).round(4).astype(object)
+    data = rng.normal(size=(n, 4)).round(4).astype(object)
     for r, c in zip(rows, cells):
         data[r, 1] = c
     with open(path, "w") as fh:
@@ -161,14 +173,21 @@ def test_cli_clamps_decimals_beyond_the_float_range(tmp_path, sign, rows, regres
     """Issue 21, finding 6: a cell 1e400 was read as inf and the command exited with "column
     'y' has a missing (NaN) or infinite value": one row of otherwise valid data decided
     whether it failed.  It is now read as the largest float, like the cell written as
-    1.7976931348623157e308 (same output, no warning, exit 0)."""
+    1.7976931348623157e308 (same output, no warning, exit 0).
+
+    The spline fit (the default) refuses two columns of z at 40 rows whatever the data, so
+    its files have 2000 rows and the stated linear model (resolvable there from epsilon
+    0.76); the KRR files keep 40 rows."""
     import warnings
     args = ["--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "1", "--x-bound", "3",
             "--y-bound", "3", "--seed", "4", "--regression", regression, "--z-center", "0",
             "--z-scale", "1"]
-    huge = _cells_csv(tmp_path / "huge.csv", [sign + "1e400"] * len(rows), rows)
+    n = 40
+    if regression == "spline":
+        args, n = args + ["--assume", "linear"], 2000
+    huge = _cells_csv(tmp_path / "huge.csv", [sign + "1e400"] * len(rows), rows, n)
     top = _cells_csv(tmp_path / "top.csv", [repr(float(sign + "1") * float(MAX))] * len(rows),
-                     rows)
+                     rows, n)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         a = _run(["privgcm", huge] + args)
@@ -203,27 +222,31 @@ def test_cli_help_documents_the_clamping_and_the_file_placement(command, capsys)
     assert "1e400" in text and "largest float" in text and "--data FILE" in text
 
 
-def test_cli_auto_parameters_equal_the_python_api(csv_file):
+def test_cli_auto_parameters_equal_the_python_api(csv_file_2000):
     """'auto' for --x-bound, --y-bound, --x-center, --y-center, --z-center and --z-scale, as the
-    Python API accepts (was: "invalid float value: 'auto'")."""
+    Python API accepts (was: "invalid float value: 'auto'").  Two columns of z at n = 2000
+    with the stated linear model (test epsilon 1.6 and 1.8 here, resolvable from 0.76)."""
+    csv_file = csv_file_2000
     d = np.genfromtxt(csv_file, delimiter=",", names=True)
     z = np.column_stack([d["z1"], d["z2"]])
     code, out, err = _run(["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
                            "--epsilon", "2", "--x-bound", "auto", "--y-bound", "AUTO",
                            "--x-center", "auto", "--y-center", "auto", "--z-center", "auto",
-                           "--z-scale", "auto", "--bounds-epsilon", "0.4", "--seed", "3"])
+                           "--z-scale", "auto", "--bounds-epsilon", "0.4", "--seed", "3",
+                           "--assume", "linear"])
     assert code == 0, err
     ref = privci.privgcm(d["x"], d["y"], z, epsilon=2, x_bound="auto", y_bound="auto",
                          x_center="auto", y_center="auto", z_center="auto", z_scale="auto",
-                         bounds_epsilon=0.4, rng=3)
+                         bounds_epsilon=0.4, rng=3, assume="linear")
     assert repr(ref) == out.strip()
     # one value per column, and public numbers, still work
     code, out, err = _run(["privgcm", csv_file, "--x", "x", "--y", "y", "--z", "z1", "z2",
                            "--epsilon", "2", "--x-bound", "5", "--y-bound", "auto",
-                           "--z-center", "0", "0.1", "--z-scale", "1", "2", "--seed", "3"])
+                           "--z-center", "0", "0.1", "--z-scale", "1", "2", "--seed", "3",
+                           "--assume", "linear"])
     assert code == 0, err
     ref = privci.privgcm(d["x"], d["y"], z, epsilon=2, x_bound=5, y_bound="auto",
-                         z_center=[0, 0.1], z_scale=[1, 2], rng=3)
+                         z_center=[0, 0.1], z_scale=[1, 2], rng=3, assume="linear")
     assert repr(ref) == out.strip()
 
 
@@ -259,10 +282,12 @@ def test_cli_auto_bad_values_are_named(csv_file, bad, match):
 
 def _orders(path):
     """The orders a user types: the file first, last (after options that take several
-    values), in the middle, right after --z, and as --data."""
+    values), in the middle, right after --z, and as --data.  Two columns of z with the
+    stated linear model (the spline fit's full model refuses them at n = 2000, epsilon 1)."""
     x = ["--x", "x", "--y", "y"]
     z = ["--z", "z1", "z2"]
-    rest = ["--epsilon", "1", "--x-bound", "5", "--y-bound", "8", "--seed", "2"]
+    rest = ["--epsilon", "1", "--x-bound", "5", "--y-bound", "8", "--seed", "2", "--assume",
+            "linear"]
     zc = ["--z-center", "0", "0.1"]
     return {
         "file first": ["privgcm", path] + x + z + rest + zc,
@@ -279,23 +304,26 @@ def _orders(path):
 
 
 @pytest.mark.parametrize("order", list(_orders("data.csv")))
-def test_cli_data_file_in_every_order_a_user_types(csv_file, order):
+def test_cli_data_file_in_every_order_a_user_types(csv_file_2000, order):
     """Issue 21: `privci privgcm --x cement --y strength --z water age --z-center 180 45
     data.csv` failed: --z-center took data.csv as one of its values."""
+    csv_file = csv_file_2000
     ref = _run(_orders(csv_file)["file first"])
     assert ref[0] == 0, ref
     got = _run(_orders(csv_file)[order])
     assert got == ref
 
 
-def test_cli_data_file_relative_path_last(csv_file, monkeypatch):
-    """The issue's command line as typed in the file's directory (a relative path)."""
+def test_cli_data_file_relative_path_last(csv_file_2000, monkeypatch):
+    """The issue's command line as typed in the file's directory (a relative path); two
+    columns of z at n = 2000 with the stated linear model (see csv_file_2000)."""
     import os
+    csv_file = csv_file_2000
     monkeypatch.chdir(os.path.dirname(csv_file))
     name = os.path.basename(csv_file)
     code, out, err = _run(["privgcm", "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon",
-                           "1", "--x-bound", "5", "--y-bound", "8", "--z-center", "0", "0",
-                           name])
+                           "1", "--x-bound", "5", "--y-bound", "8", "--assume", "linear",
+                           "--z-center", "0", "0", name])
     assert code == 0 and "PrivateTestResult" in out, err
     for command in (["gcm"], ["privcrt", "--x-residual-bound", "4", "--x-scale", "1",
                               "--x-mean-column", "mu", "--epsilon", "1", "--y-bound", "8"]):
@@ -316,8 +344,11 @@ def test_cli_data_file_errors(csv_file, tmp_path):
 
 
 def test_cli_assume_additive_reaches_privgcm(tmp_path, capsys):
-    """--assume-additive is the Python keyword: two columns of z at n = 3000 give p = 1
-    without it (products unresolvable) and a real p-value with it."""
+    """--assume-additive (and --assume additive) is the Python keyword: two columns of z at
+    n = 3000 and epsilon 2 are refused without it (the full fit needs epsilon 3.1 there:
+    exit 2, nothing spent, the additive model named as resolvable) and answer with it, the
+    released fit stated as additive; both spellings give the same result, and the Python
+    call with assume="additive" the same too."""
     import numpy as np
     from privci.cli import main
     rng = np.random.default_rng(3)
@@ -329,14 +360,29 @@ def test_cli_assume_additive_reaches_privgcm(tmp_path, capsys):
     np.savetxt(path, np.column_stack([x, y, z1, z2]), delimiter=",", header="x,y,z1,z2",
                comments="")
     common = ["privgcm", str(path), "--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon",
-              "8", "--x-bound", "4", "--y-bound", "6", "--z-center", "0", "0", "--z-scale",
+              "2", "--x-bound", "4", "--y-bound", "6", "--z-center", "0", "0", "--z-scale",
               "1", "1", "--seed", "1"]
-    assert main(common) == 0
-    plain = capsys.readouterr().out
+    assert main(common) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "the full fit (no assumption) cannot be resolved" in captured.err
+    assert "nothing was charged" in captured.err and "Resolvable here: assume='additive'" \
+        in captured.err
     assert main(common + ["--assume-additive"]) == 0
     additive = capsys.readouterr().out
-    assert "p-value is set to 1" in plain
-    assert "assume_additive=True" in additive and "p-value is set to 1" not in additive
+    assert main(common + ["--assume", "additive"]) == 0
+    assert capsys.readouterr().out == additive
+    assert "PrivateTestResult" in additive and "p-value is set to 1" not in additive
+    assert "assume='additive'" in additive and "additive in the 2 columns of z" in additive
+    d = np.genfromtxt(path, delimiter=",", names=True)
+    ref = privci.privgcm(d["x"], d["y"], np.column_stack([d["z1"], d["z2"]]), epsilon=2,
+                         x_bound=4, y_bound=6, z_center=[0, 0], z_scale=[1, 1], rng=1,
+                         assume="additive")
+    assert repr(ref) == additive.strip()
+    # and --assume linear reaches it too: another stated model, another fit
+    assert main(common + ["--assume", "linear"]) == 0
+    linear = capsys.readouterr().out
+    assert "assume='linear'" in linear and linear != additive
 
 
 def test_warm_subcommand_runs_every_step_and_reports_failures(monkeypatch, capsys):

@@ -114,7 +114,9 @@ def _same_tight(a, b):
 def test_privgcm_spline_equals_in_memory(client, data, chunk, multivariate):
     """The default regression='spline': two map-reduce passes, the in-memory result."""
     x, y, z = data
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0)
+    # two columns of z: a stated model (assume="additive", checked; it resolves n = 3000
+    # from epsilon about 1, privci._spline.smallest_epsilon, and refuses below)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0, assume="additive")
     if multivariate:   # 2 columns of x, private centres, public z shift and scale, 15 blocks
         x = np.column_stack([x, x ** 2 / 4])
         kw.update(x_bound=[4, 4], center_epsilon=0.3, z_center=0.1, z_scale=[1.0, 2.0],
@@ -137,10 +139,15 @@ def test_privgcm_spline_equals_in_memory(client, data, chunk, multivariate):
 
 def test_privgcm_spline_hardened_on_workers(client, data):
     x, y, z = data
-    res = privci.privgcm(*_dask(x, y, z), epsilon=1.0, x_bound=4, y_bound=4, z_center=0.0,
-                         z_scale=1.0)
+    # two columns of z: a stated model (assume="additive" resolves n = 3000 from epsilon ~1)
+    res = privci.privgcm(*_dask(x, y, z), epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
+                         z_scale=1.0, assume="additive")
     assert res.privacy.hardened and "OpenDP" in res.privacy.mechanism
-    assert res.privacy.n_blocks == 20 and res.privacy.sensitivity == 2.0
+    # the public rule's number of block sums (k = 1 here: one noisy sum and the sum of the
+    # squares), each block sum of L1 sensitivity 2
+    from privci._spline import choose_design
+    assert res.privacy.n_blocks == choose_design(N, 2, 1, 1, 2.0, model="additive").k
+    assert res.privacy.sensitivity == 2.0
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
 
 
@@ -311,7 +318,8 @@ def test_spline_empty_partition_contributes_nothing(client, data, rows):
     path in scipy's B-spline design matrix, after the budget was charged.  It must contribute
     zero statistics: the result is the in-memory one, and the budget is charged once."""
     x, y, z = data
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0)
+    # two columns of z: a stated model (assume="additive" resolves n = 3000 from epsilon ~1)
+    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0, assume="additive")
     budget = privci.PrivacyBudget(10.0)
     gen_a, gen_b = np.random.default_rng(3), np.random.default_rng(3)
     mem = privci.privgcm(x, y, z, rng=gen_a, **kw)
@@ -430,8 +438,10 @@ NOISE_COUNT_CASES = {
     "krr-blocks-centred": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4, n_blocks=25,
                                                 center_epsilon=0.4, feature_rng=3, **KRR),
                            True),
+    # two columns of z: a stated model (assume="additive" resolves n = 3000 from epsilon ~1)
     "spline-centred": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4, z_center=0.0,
-                                            z_scale=1.0, center_epsilon=0.3), True),
+                                            z_scale=1.0, center_epsilon=0.3,
+                                            assume="additive"), True),
     "unconditional": (privci.privgcm, dict(epsilon=2.0, x_bound=4, y_bound=4), False),
     "privcrt": (privci.privcrt, dict(epsilon=2.0, model_x=_mx(), y_bound=6, x_residual_bound=4,
                                      feature_rng=1, **RFF), True),

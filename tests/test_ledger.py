@@ -709,21 +709,28 @@ def _crt(roles, **kw):
 R3 = ("x", "y", "z")
 
 SCENARIOS = [
-    Scenario("privgcm-spline-public", 1.0, R3, _xyz(),
-             _gcm(R3, epsilon=1.0, x_bound=3.0, y_bound=3.0, z_center=0.0, z_scale=1.0),
+    # the spline path's epsilons: the least the public rule resolves at n = 300 (it refuses
+    # below, privci._spline.smallest_epsilon: d = 1 about 6.3 with public z, 7 with the
+    # private z centre and scale, 7.9 with private bounds and centres too; d = 2 under
+    # assume="additive", its checked model with the interaction block, about 9.9; two
+    # columns need a stated model), with a margin.  The ledger's checks are relations,
+    # whatever epsilon.
+    Scenario("privgcm-spline-public", 8.0, R3, _xyz(),
+             _gcm(R3, epsilon=8.0, x_bound=3.0, y_bound=3.0, z_center=0.0, z_scale=1.0),
              GCM_DESIGNS, ROWS, check_test_record),
-    Scenario("privgcm-spline-default", 1.0, R3, _xyz(),
-             _gcm(R3, epsilon=1.0, x_bound=3.0, y_bound=3.0),
+    Scenario("privgcm-spline-default", 8.0, R3, _xyz(),
+             _gcm(R3, epsilon=8.0, x_bound=3.0, y_bound=3.0),
              GCM_DESIGNS, ROWS, check_test_record, auto_keys=("z_center",)),
-    Scenario("privgcm-spline-auto", 2.0, R3, _xyz(skew=True),
-             _gcm(R3, epsilon=2.0, x_bound="auto", y_bound="auto", x_center="auto",
+    Scenario("privgcm-spline-auto", 10.0, R3, _xyz(skew=True),
+             _gcm(R3, epsilon=10.0, x_bound="auto", y_bound="auto", x_center="auto",
                   y_center="auto"),
              GCM_DESIGNS, ROWS, check_test_record,
              auto_keys=("x_bound", "y_bound", "z_center")),
-    Scenario("privgcm-spline-recentre-q2-d2", 1.5, ("x", "y", "y", "z", "z"),
+    Scenario("privgcm-spline-recentre-q2-d2", 15.0, ("x", "y", "y", "z", "z"),
              _xyz(dz=2, q=2, skew=True),
-             _gcm(("x", "y", "y", "z", "z"), epsilon=1.5, x_bound=3.0, y_bound=3.0,
-                  x_center=0.0, y_center=0.0, center_epsilon=0.2, z_center=0.0, z_scale=1.0),
+             _gcm(("x", "y", "y", "z", "z"), epsilon=15.0, x_bound=3.0, y_bound=3.0,
+                  x_center=0.0, y_center=0.0, center_epsilon=0.2, z_center=0.0, z_scale=1.0,
+                  assume="additive"),
              GCM_DESIGNS, ROWS, check_test_record),
     Scenario("privgcm-krr-exact", 1.0, R3, _xyz(n=200),
              _gcm(R3, epsilon=1.0, x_bound=3.0, y_bound=3.0, regression="krr"),
@@ -996,7 +1003,8 @@ def test_residual_scale_is_the_public_function_of_the_released_fit(spies, monkey
         patch_everywhere(monkeypatch, f, taker(f))
 
     kw = RESIDUAL_SCALE_CASES[case]
-    sc = Scenario("residual-scale", 1.0, R3, _xyz(), _gcm(R3, epsilon=1.0, **kw), {}, ())
+    # epsilon 8: the least the spline rule resolves at n = 300 is about 6.3 (it refuses below)
+    sc = Scenario("residual-scale", 8.0, R3, _xyz(), _gcm(R3, epsilon=8.0, **kw), {}, ())
     data = sc.make_data(np.random.default_rng(sc.seed))
     # the probed row: z from the edge of the clip box (where the fit's predictions are
     # extreme) to the centre, x and y at opposite bounds
@@ -1066,8 +1074,11 @@ def _skewed_with_extremes(n=240):
 
 
 UNIT_BOX_CASES = {
-    "spline-auto-centres": dict(x_bound=3.0, y_bound=3.0, x_center="auto", y_center="auto"),
-    "spline-recentre": dict(x_bound=3.0, y_bound=3.0, center_epsilon=0.2),
+    # the spline rule resolves n = 240 rows from epsilon about 11 (private z centre and
+    # scale) and refuses below: epsilon 16 here (the other cases keep epsilon 1)
+    "spline-auto-centres": dict(x_bound=3.0, y_bound=3.0, x_center="auto", y_center="auto",
+                                epsilon=16.0),
+    "spline-recentre": dict(x_bound=3.0, y_bound=3.0, center_epsilon=0.2, epsilon=16.0),
     "krr-recentre": dict(x_bound=3.0, y_bound=3.0, center_epsilon=0.2, regression="krr",
                          n_blocks=20),
     "krr": dict(x_bound=3.0, y_bound=3.0, regression="krr"),
@@ -1106,7 +1117,7 @@ def test_responses_handed_to_the_fits_lie_in_the_unit_box(monkeypatch, case):
                 privci.privcrt(x, y, z, epsilon=1.0, model_x=mx, y_bound=3.0,
                                x_residual_bound=3.0, rng=seed)
             else:
-                privci.privgcm(x, y, z, epsilon=1.0, rng=seed, **kw)
+                privci.privgcm(x, y, z, rng=seed, **{"epsilon": 1.0, **kw})
     assert seen, "no fit function with a U parameter was called: update the spy"
     over = [(name, m) for name, m in seen if not m <= 1.0]
     assert not over, f"responses outside [-1, 1] handed to the fits: {over}"
@@ -1193,12 +1204,19 @@ _X = np.sin(_Z[:, 0]) + _G.normal(size=_N)
 _Y = np.cos(_Z[:, 0]) + _G.normal(size=_N)
 _MX = privci.GaussianModelX(lambda z: 0.5 * np.tanh(z[:, 0]), 1.0)
 
+# the spline path resolves n = 300 rows from epsilon about 7 (private z centre and scale;
+# 7.9 with private bounds and centres too) and refuses below: its entry points spend 10
+# (the budgets below are in units of each entry point's epsilon)
+_EPS_SPLINE = 10.0
+CHARGED_EPSILON = {"privgcm-default": _EPS_SPLINE, "privgcm-auto": _EPS_SPLINE}
+
 CHARGED_ENTRY_POINTS = {
-    "privgcm-default": lambda b, rng: privci.privgcm(_X, _Y, _Z, epsilon=1.0, x_bound=3,
-                                                     y_bound=3, rng=rng, budget=b),
-    "privgcm-auto": lambda b, rng: privci.privgcm(_X, _Y, _Z, epsilon=1.0, x_bound="auto",
-                                                  y_bound="auto", x_center="auto",
-                                                  y_center="auto", rng=rng, budget=b),
+    "privgcm-default": lambda b, rng: privci.privgcm(_X, _Y, _Z, epsilon=_EPS_SPLINE,
+                                                     x_bound=3, y_bound=3, rng=rng, budget=b),
+    "privgcm-auto": lambda b, rng: privci.privgcm(_X, _Y, _Z, epsilon=_EPS_SPLINE,
+                                                  x_bound="auto", y_bound="auto",
+                                                  x_center="auto", y_center="auto", rng=rng,
+                                                  budget=b),
     "privgcm-krr": lambda b, rng: privci.privgcm(_X, _Y, _Z, epsilon=1.0, x_bound=3,
                                                  y_bound=3, regression="krr", rng=rng,
                                                  budget=b),
@@ -1224,14 +1242,15 @@ def test_budget_charged_before_any_data_is_read(order_log, name, rng):
     log, state = order_log
     state["nrows"] = _N // 2 - 1
     fn = CHARGED_ENTRY_POINTS[name]
+    unit = CHARGED_EPSILON.get(name, 1.0)   # the entry point's epsilon
     # a first, unrecorded call fills the caches of the public rules (reference grids of
     # thousands of points, computed before the charge from public numbers only), which
     # would otherwise count as reads when this test runs first
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fn(privci.PrivacyBudget(5.0), rng)
+        fn(privci.PrivacyBudget(5.0 * unit), rng)
     log.clear()
-    budget = privci.PrivacyBudget(5.0)
+    budget = privci.PrivacyBudget(5.0 * unit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fn(budget, rng)
@@ -1244,7 +1263,7 @@ def test_budget_charged_before_any_data_is_read(order_log, name, rng):
 
     # a refused charge reads nothing
     log.clear()
-    tight = privci.PrivacyBudget(0.5)
+    tight = privci.PrivacyBudget(0.5 * unit)
     with pytest.raises(privci.BudgetExceededError):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

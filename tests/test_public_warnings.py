@@ -65,13 +65,15 @@ def _z_handed_to_the_spline(monkeypatch, *args, **kw):
 
 
 def test_z_center_record_is_in_z_units_with_a_public_z_scale(monkeypatch):
-    """z ~ N(100, 10^2) with z_scale=10: the record said 9.98 (the centre of z / 10)."""
+    """z ~ N(100, 10^2) with z_scale=10: the record said 9.98 (the centre of z / 10).  Two
+    columns (one per scale); epsilon 3, as the full fit of two columns at n = 4000 needs
+    about 2.6 with a released z_center (privgcm refuses below)."""
     rng = np.random.default_rng(3)
     n = 4000
     z = rng.normal([100.0, -3.0], [10.0, 0.01], size=(n, 2))
     x = np.sin((z[:, 0] - 100) / 10) + rng.normal(size=n)
     y = np.cos((z[:, 0] - 100) / 10) + rng.normal(size=n)
-    kw = dict(epsilon=2.0, x_bound=4, y_bound=4, z_scale=[10.0, 0.01], rng=4)
+    kw = dict(epsilon=3.0, x_bound=4, y_bound=4, z_scale=[10.0, 0.01], rng=4)
     res = privci.privgcm(x, y, z, **kw)
     zc = res.privacy.bounds["z_center"]
     assert abs(zc[0] - 100) < 1 and abs(zc[1] + 3) < 0.005, zc
@@ -101,8 +103,18 @@ def test_z_center_record_unchanged_when_z_scale_is_released_too(monkeypatch):
 
 def test_default_auto_call_warns_at_small_n_epsilon():
     """The issue's reproduction: all-'auto' at n = 2000, epsilon = 1 released its values
-    silently (x_bound = 7.2e-5 and z_scale = 6.9 were seen)."""
+    silently (x_bound = 7.2e-5 and z_scale = 6.9 were seen).  That call is now refused
+    before anything is released (the spline fit needs epsilon about 1.2 there), so the
+    warning is checked at n = 3000, epsilon = 1: the same split of bounds_epsilon, every
+    n x epsilon per quantile still below 60."""
     x, y, z = _design(2000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(privci.UnresolvableDesignError, match="nothing was charged"):
+            privci.privgcm(x, y, z, epsilon=1.0, x_bound="auto", y_bound="auto",
+                           x_center="auto", y_center="auto", rng=3)
+    assert not _unreliable(caught)          # refused before any release
+    x, y, z = _design(3000)
     with pytest.warns(UQW, match=r"privgcm: n x epsilon per quantile is below 60") as rec:
         res = privci.privgcm(x, y, z, epsilon=1.0, x_bound="auto", y_bound="auto",
                              x_center="auto", y_center="auto", rng=3)
@@ -114,10 +126,10 @@ def test_default_auto_call_warns_at_small_n_epsilon():
     assert all(w.filename == __file__ for w in rec if issubclass(w.category, UQW))
     caveats = [c for c in res.privacy.caveats if "n x epsilon" in c]
     # 0.1 of epsilon, shared by 2 z items and 4 x/y items: 1/60 per quantile
-    assert any(c.startswith("the released z_scale used epsilon 0.0167 per quantile on 1000 "
-                            "paired differences: n x epsilon = 16.7 is below 60") for c in caveats)
-    assert any(c.startswith("the released z_center used epsilon 0.0167 per quantile on 2000 "
-                            "rows") for c in caveats)
+    assert any(c.startswith("the released z_scale used epsilon 0.0167 per quantile on 1500 "
+                            "paired differences: n x epsilon = 25 is below 60") for c in caveats)
+    assert any(c.startswith("the released z_center used epsilon 0.0167 per quantile on 3000 "
+                            "rows: n x epsilon = 50 is below 60") for c in caveats)
     assert any("x_center/y_center/x_bound/y_bound used epsilon 0.0167" in c for c in caveats)
     assert all("see privci.bounds" in c for c in caveats)
     text = repr(res)
@@ -140,20 +152,24 @@ def test_no_warning_at_large_n_epsilon():
         y_center="auto", rng=2))
     assert not _unreliable(caught), [str(w.message) for w in caught]
     assert not any("n x epsilon" in c for c in res.privacy.caveats)
-    # no 'auto' at all: nothing released, nothing to warn about (small n)
-    xs, ys, zs = _design(200, seed=4)
-    res, caught = _recorded(lambda: privci.privgcm(xs, ys, zs, epsilon=1.0, x_bound=4,
+    # no 'auto' at all: nothing released, nothing to warn about (small n: at n = 300 and
+    # epsilon 8 the spline fit answers, and released quantiles would have n x epsilon = 40
+    # each with the default 0.1 of epsilon over six of them)
+    xs, ys, zs = _design(300, seed=4)
+    res, caught = _recorded(lambda: privci.privgcm(xs, ys, zs, epsilon=8.0, x_bound=4,
                                                    y_bound=4, z_center=0.0, z_scale=1.0,
                                                    rng=2))
     assert not _unreliable(caught)
+    assert not any("n x epsilon" in c for c in res.privacy.caveats)
 
 
 @pytest.mark.parametrize("bounds_epsilon, warns", [(0.0999, True), (0.1001, False)])
 def test_warning_is_exactly_the_public_threshold(bounds_epsilon, warns):
     """Only z_center released (public z_scale, bounds): n x epsilon = 600 x bounds_epsilon
-    against 60, whatever the data."""
+    against 60, whatever the data (epsilon 4: the spline fit at n = 600 needs about 3.2 for
+    the test, so privgcm answers on both sides of the threshold)."""
     x, y, z = _design(600, seed=7)
-    _, caught = _recorded(lambda: privci.privgcm(x, y, z, epsilon=1.0, x_bound=4, y_bound=4,
+    _, caught = _recorded(lambda: privci.privgcm(x, y, z, epsilon=4.0, x_bound=4, y_bound=4,
                                                  z_scale=1.0, bounds_epsilon=bounds_epsilon,
                                                  rng=1))
     assert bool(_unreliable(caught)) is warns
@@ -193,7 +209,12 @@ _EXTREME_ROWS = (1e308, -1.7976931348623157e308, 1e154, 5e-324, 800.0, 0.0)
 @pytest.mark.parametrize("entry", ["privgcm", "privgcm-public-scale", "privcrt"])
 def test_neighbours_give_the_same_warnings(entry, extreme):
     """One row replaced by an extreme of float64 (in x, y and z): the same warnings, and
-    the unreliable-quantile warning is among them (the comparison is not vacuous)."""
+    the unreliable-quantile warning is among them (the comparison is not vacuous).
+
+    privgcm at n = 300 answers from epsilon about 7 (the spline fit needs 6.3 for the test):
+    it runs at epsilon 8, where every released quantile still has n x epsilon below 60; at
+    epsilon 1 it refuses, and the refusal (before anything is released) is the same on both
+    neighbours, with no warning."""
     n = 300
     rng = np.random.default_rng(11)
     a = {k: rng.normal(size=n) for k in "xyz"}
@@ -202,16 +223,22 @@ def test_neighbours_give_the_same_warnings(entry, extreme):
         v[17] = extreme
     mx = privci.GaussianModelX(lambda zz: np.sin(np.clip(zz[:, 0], -10, 10)), 1.0)
 
-    def call(d):
+    def call(d, epsilon=8.0):
         if entry == "privcrt":
             return lambda: privci.privcrt(d["x"], d["y"], d["z"], epsilon=1.0, model_x=mx,
                                           y_bound="auto", x_residual_bound="auto",
                                           y_center="auto", rng=3)
         extra = {"z_scale": 2.0} if entry == "privgcm-public-scale" else {}
-        return lambda: privci.privgcm(d["x"], d["y"], d["z"], epsilon=1.0, x_bound="auto",
+        return lambda: privci.privgcm(d["x"], d["y"], d["z"], epsilon=epsilon, x_bound="auto",
                                       y_bound="auto", x_center="auto", y_center="auto",
                                       rng=3, **extra)
 
+    if entry != "privcrt":
+        ra, rb = run_recorded(call(a, 1.0)), run_recorded(call(b, 1.0))
+        assert ra.kind == rb.kind == "error", (ra.describe(), rb.describe())
+        assert ra.value[0] == "UnresolvableDesignError", ra.describe()
+        assert_indistinguishable(ra, rb, context=f"{entry} refused, row 17 -> {extreme!r}")
+        assert not ra.warnings, ra.warnings
     ra, rb = run_recorded(call(a)), run_recorded(call(b))
     assert ra.kind == rb.kind == "ok", (ra.describe(), rb.describe())
     assert_indistinguishable(ra, rb, context=f"{entry}, row 17 -> {extreme!r}")

@@ -9,13 +9,14 @@ the record's releases compose to what the plan says.
 """
 
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import event, given, settings, strategies as st
 
 import privci
-from privci import _crt_pipeline as CP, _gcm_pipeline as P
+from privci import _crt_pipeline as CP, _gcm_pipeline as P, _spline as S
 from privci._plan import ReleasePlan
 from privci.results import composed_epsilon
 
@@ -23,7 +24,7 @@ eps_st = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False, allow_infinit
 share_st = st.floats(min_value=0.001, max_value=0.45)
 
 
-def _gcm_call(eps, b_share, c_share, auto_xb, auto_xc, z_auto, regression):
+def _gcm_call(eps, b_share, c_share, auto_xb, auto_xc, z_auto, regression, assume=None):
     conditional = True
     call = dict(epsilon=eps, x_bound="auto" if auto_xb else 4.0, y_bound=4.0,
                 ridge_lambda=None, kernel_sigma=None, alternative="two-sided", rng=None,
@@ -33,7 +34,8 @@ def _gcm_call(eps, b_share, c_share, auto_xb, auto_xc, z_auto, regression):
                 n_blocks="auto", sensitivity=None, budget=None,
                 bounds_epsilon=None if b_share is None else eps * b_share,
                 z_scale=None if z_auto else 1.0, regression=regression,
-                z_center=None if z_auto else 0.0, assume_additive=False)
+                z_center=None if z_auto else 0.0, assume_additive=False,
+                assume=assume if regression == "spline" else None)
     if regression == "krr":
         call["z_scale"] = "auto" if z_auto else None
         call["z_center"] = "auto" if z_auto else None
@@ -44,14 +46,29 @@ def _gcm_call(eps, b_share, c_share, auto_xb, auto_xc, z_auto, regression):
 @given(eps_st, st.one_of(st.none(), share_st), st.one_of(st.none(), share_st),
        st.booleans(), st.booleans(), st.booleans(), st.sampled_from(["spline", "krr"]),
        st.integers(1, 4), st.integers(1, 3), st.integers(1, 3),
-       st.sampled_from([200, 5_000, 10 ** 6]))
+       st.sampled_from([200, 5_000, 10 ** 6]), st.sampled_from([None, "additive", "linear"]))
 def test_gcm_plan_shares_fit_epsilon_exactly(eps, b, c, auto_xb, auto_xc, z_auto, regression,
-                                             d, p, q, n):
+                                             d, p, q, n, assume):
+    from privci._spline import UnresolvableDesignError, choose_design
     any_auto = auto_xb or auto_xc or z_auto
     if b is not None and not any_auto:
         b = None            # bounds_epsilon without anything "auto" is refused (tested below)
-    par = _gcm_call(eps, b, c, auto_xb, auto_xc, z_auto, regression)
-    plan = P.gcm_plan(par, n, d, p, q)
+    par = _gcm_call(eps, b, c, auto_xb, auto_xc, z_auto, regression, assume)
+    try:
+        # (the refusal's text, with its searches for the smallest epsilon and n, is not
+        # what this test checks, and would take most of its time)
+        with mock.patch.object(S, "unresolvable_message", lambda *a: "unresolvable"):
+            plan = P.gcm_plan(par, n, d, p, q)
+    except UnresolvableDesignError:
+        # the spline path refuses (before any share exists) where the public rule cannot
+        # resolve the fit at the test's epsilon: only then
+        assert par.spline
+        eps_test = P._top_split(par.epsilon, par.bounds_epsilon, par.center_epsilon)
+        assert (par.model == "full" and d > S.FULL_MAX_D) or \
+            not choose_design(n, d, p, q, eps_test, model=par.model).certified
+        event("refused: unresolvable design")
+        return
+    event(f"planned: {par.regression}")
     assert plan.exact_total() <= Fraction(par.epsilon)
     assert all(e > 0 for e in plan.shares.values())
     # the test's part is what the bounds and centres leave, exactly
@@ -61,7 +78,18 @@ def test_gcm_plan_shares_fit_epsilon_exactly(eps, b, c, auto_xb, auto_xc, z_auto
         fit = Fraction(plan.share("fit: Gram matrices")) \
             + Fraction(plan.share("fit: cross-products"))
         assert fit <= Fraction(plan.design.eps_fit)
-        assert fit + Fraction(plan.share("block sums")) <= Fraction(plan.test_epsilon)
+        # the test's releases: the noisy block sums, or (k = 1) the sum of the products and
+        # the sum of their squares, within the design's test share
+        if plan.share("block sums") is not None:
+            test = [plan.share("block sums")]
+            assert plan.share("sum of products") is None
+            assert plan.share("sum of squared products") is None
+        else:
+            test = [plan.share("sum of products"), plan.share("sum of squared products")]
+            assert plan.k == 1 and None not in test
+        test = sum(map(Fraction, test), Fraction(0))
+        assert test <= Fraction(plan.design.eps_test)
+        assert fit + test <= Fraction(plan.test_epsilon)
         assert plan.design is not None and plan.k == plan.design.k
 
 
@@ -117,7 +145,15 @@ def test_record_states_the_plans_shares(kw):
     rel = res.privacy.releases
     assert Fraction(composed_epsilon(rel)) <= plan.exact_total() <= Fraction(3.0)
     final = rel[-1]
-    assert final.epsilon == (plan.share("block sums") or plan.share("residual products"))
+    # the test's own release: the block sums, the residual products, or (one block, k = 1)
+    # the sum of the products, after the sum of their squares
+    own = [plan.share(k) for k in ("block sums", "residual products", "sum of products")
+           if plan.share(k) is not None]
+    assert len(own) == 1 and final.epsilon == own[0]
+    if plan.share("sum of squared products") is not None:
+        squares = [r for r in rel if r.name.startswith("sum of squared")]
+        assert len(squares) == 1 and squares[0].epsilon == plan.share("sum of squared products")
+        assert rel[-2] is squares[0]      # drawn just before the sum of the products
     if "centres" in plan.shares:
         assert any(r.name.startswith("centres") and r.epsilon == plan.share("centres")
                    for r in rel)
@@ -178,7 +214,9 @@ def test_validated_inputs_are_not_changed_by_the_releases():
     n = 800
     z = rng.normal(loc=3.0, size=(n, 1))
     x, y = rng.normal(size=n), rng.normal(size=n)
-    call = dict(epsilon=2.0, x_bound="auto", y_bound=4.0, ridge_lambda=None,
+    # epsilon 4: the spline rule resolves n = 800 rows from about 2.7 with these private
+    # bounds and z parameters (the plan refuses below)
+    call = dict(epsilon=4.0, x_bound="auto", y_bound=4.0, ridge_lambda=None,
                 kernel_sigma=None, alternative="two-sided", rng=1, n_sim=499, cv_lambdas=None,
                 kernel_approximation=None, n_features=None, feature_rng=None, x_center=0.0,
                 y_center=0.0, center_epsilon=None, n_blocks="auto", sensitivity=None,

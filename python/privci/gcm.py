@@ -392,9 +392,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
 
     With z given and ``regression="spline"`` (the default): the regressions
     of the scaled x and y on z are **released** with differential privacy
-    (cubic splines for one column of z, their tensor product for two, which
-    includes every interaction of the two; a stated model, ``assume=``, for
-    more: Gram matrices and cross-products get Laplace noise, x fitted on one
+    (cubic splines for one column of z; a stated model, ``assume=``, for two
+    or more: Gram matrices and cross-products get Laplace noise, x fitted on one
     half of the rows and y on the other), the residuals are divided by public
     scales so that they lie in [-1, 1], and the test releases one noisy sum of
     their products and one of the squared products (its variance): the
@@ -539,13 +538,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         depend on a shift).  Fixed before seeing the data when given.
     assume : None, "additive" or "linear"
         Spline fit only: a stated model for E[X | Z] and E[Y | Z].  None
-        (default): the full fit, one or two columns of z (the tensor product
-        of two columns' splines includes their interactions); with three or
-        more columns privgcm refuses (no full fit), naming the models that
-        resolve.  ``"additive"``: cubic splines per column, no interaction
-        fitted; its check (a multilinear interaction block in the nested
-        fit, 2 to 4 columns) runs where n and epsilon resolve it, and the
-        fail-safe holds p = 1 where it finds interactions.  ``"linear"``: a
+        (default): the full fit, one column of z; with two or more columns
+        privgcm refuses, naming the models that resolve (a two-column tensor
+        fit is implemented but off: it failed its level run, see the
+        documentation's "Released regression" page).  ``"additive"``: cubic
+        splines per column, no interaction fitted; its check (a multilinear
+        interaction block in the nested fit, 2 to 4 columns) runs where n
+        and epsilon resolve it, and the fail-safe holds p = 1 where it finds
+        interactions; interactions that are not multilinear (such as
+        sin(z1) cos(z2)) are not seen: use it where the design rules
+        interactions out.  ``"linear"``: a
         linear function of each column (few coefficients: small samples);
         its check (splines with 4 intervals per column and the interaction
         block) runs where n and epsilon resolve it; unchecked, the fit uses

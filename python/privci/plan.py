@@ -259,8 +259,8 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
 
 def _additive_hint(d, model):
     if d >= 2 and model == "full":
-        return ("; the full fit resolves at most 2 columns, and more only slowly with n "
-                "epsilon: a stated model (assume='additive' or 'linear') resolves sooner")
+        return ("; the full fit (no assumption) takes one column of z: state a model "
+                "(assume='additive' or 'linear')")
     return ""
 
 
