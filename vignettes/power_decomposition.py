@@ -220,7 +220,11 @@ def main(argv=None):
         os.environ.get("PRIVCI_BENCH_OUT", os.path.join(HERE, "results")),
         "power_decomposition.csv"))
     ap.add_argument("--quick", action="store_true", help="CI smoke run: one small cell")
+    ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--workers", type=int, default=None, help="run_all.sh's name of --jobs")
     args = ap.parse_args(argv)
+    if args.workers:
+        args.jobs = args.workers
     if args.quick:
         args.classes, args.n, args.eps, args.params, args.reps = (["readme"], [2000], [2.0],
                                                                    ["public", "auto"], 6)
