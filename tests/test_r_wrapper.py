@@ -230,11 +230,15 @@ def test_privgcm_parity(r, name, n, d, beta, dseed, seed):
     _put(r, x, y, z)
     for alternative, r_alt, xc, yc in [("two-sided", "two.sided", 0.0, 0.0),
                                        ("less", "less", 0.25, -0.5)]:
-        py = privci.privgcm(x, y, z, epsilon=1.5, x_bound=3.0, y_bound=4.0, rng=seed,
-                            alternative=alternative, x_center=xc, y_center=yc)
-        rv = r.numbers(f"res <- privci::privgcm(x, y, z, epsilon = 1.5, x_bound = 3, "
+        # epsilon 60: the released fit resolves these small n (privgcm refuses below);
+        # two columns of z state the linear model (the full fit takes one column)
+        model = "linear" if np.ndim(z) > 1 and z.shape[1] > 1 else None
+        r_model = ", assume = 'linear'" if model else ""
+        py = privci.privgcm(x, y, z, epsilon=60.0, x_bound=3.0, y_bound=4.0, rng=seed,
+                            alternative=alternative, x_center=xc, y_center=yc, assume=model)
+        rv = r.numbers(f"res <- privci::privgcm(x, y, z, epsilon = 60, x_bound = 3, "
                        f"y_bound = 4, seed = {seed}, alternative = '{r_alt}', "
-                       f"x_center = {xc!r}, y_center = {yc!r})\n"
+                       f"x_center = {xc!r}, y_center = {yc!r}{r_model})\n"
                        "c(statistic = unname(res$statistic), p = res$p.value, "
                        "sensitivity = res$sensitivity, scale = res$noise_scale, "
                        "hardened = res$hardened)")
@@ -288,8 +292,8 @@ def test_python_errors_reach_r_unchanged(r):
 def test_same_seed_same_result_in_r(r):
     x, y, z = _data(100, 1, 0.2, 6)
     _put(r, x, y, z)
-    rv = r.numbers("a <- privci::privgcm(x, y, z, epsilon = 1, x_bound = 4, y_bound = 4, "
-                   "seed = 3)\nb <- privci::privgcm(x, y, z, epsilon = 1, x_bound = 4, "
+    rv = r.numbers("a <- privci::privgcm(x, y, z, epsilon = 40, x_bound = 4, y_bound = 4, "
+                   "seed = 3)\nb <- privci::privgcm(x, y, z, epsilon = 40, x_bound = 4, "
                    "y_bound = 4, seed = 3)\nc(a = unname(a$statistic), b = unname(b$statistic))")
     assert rv["a"] == rv["b"]
 
@@ -311,10 +315,10 @@ def test_formula_form_matches_python_data_frame_form(r):
     df = pd.DataFrame({"X": x, "Y": y, "Z1": z[:, 0], "Z2": z[:, 1]})
     r.eval("d <<- data.frame(X = x, Y = y, Z1 = z[, 1], Z2 = z[, 2]); NULL")
     for seed in SEEDS:
-        py = frame_form(privci.privgcm)(data=df, x="X", y="Y", z=["Z1", "Z2"], epsilon=1.0,
-                                        x_bound=4.0, y_bound=4.0, rng=seed)
-        rv = r.numbers(f"res <- privci::privgcm(Y ~ X | Z1 + Z2, data = d, epsilon = 1, "
-                       f"x_bound = 4, y_bound = 4, seed = {seed})\n"
+        py = frame_form(privci.privgcm)(data=df, x="X", y="Y", z=["Z1", "Z2"], epsilon=30.0,
+                                        x_bound=4.0, y_bound=4.0, rng=seed, assume="linear")
+        rv = r.numbers(f"res <- privci::privgcm(Y ~ X | Z1 + Z2, data = d, epsilon = 30, "
+                       f"x_bound = 4, y_bound = 4, seed = {seed}, assume = 'linear')\n"
                        "c(statistic = unname(res$statistic), p = res$p.value)")
         _close("privgcm statistic", rv["statistic"], py.statistic)
         _close("privgcm p-value", rv["p"], py.pvalue)
