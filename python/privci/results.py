@@ -379,7 +379,12 @@ class PrivateTestResult(_ReprMixin):
             if "allowance_share" in fc:
                 details.append(f"bias allowance {100 * fc['allowance_share']:.0f}% of the "
                                "variance")
-            if "intervals" in fc:
+            if fc.get("model") == "linear":
+                details.append("assume='linear': a linear function of each column" + (
+                    f", checked by a nested fit of cubic splines, "
+                    f"{fc.get('rich_intervals', '?')} intervals per column"
+                    if fc.get("checked") else ", not checked"))
+            elif "intervals" in fc:
                 details.append(f"{fc['intervals']} spline intervals per column, nested rich "
                                f"fit {fc.get('rich_intervals', '?')}, interactions "
                                f"{'yes' if fc.get('interactions') else 'no'}")
