@@ -1073,3 +1073,11 @@ def test_smallest_n_and_epsilon_round_up_and_end():
     e = smallest_epsilon(300, 2, "additive")
     assert choose_design(300, 2, 1, 1, e, model="additive").certified
     assert not choose_design(300, 2, 1, 1, e / 1.15, model="additive").certified
+
+
+def test_spline_module_docstring_examples():
+    """privci._spline is private, so tests/test_docstrings.py does not collect it: its
+    examples (the rule's documented answers) run here."""
+    import doctest
+    result = doctest.testmod(S, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -126,7 +126,7 @@ class MemorySource:
     >>> import numpy as np
     >>> from privci._source import MemorySource
     >>> src = MemorySource(np.ones((4, 1)), np.zeros((4, 1)), None)
-    >>> src.map_reduce(lambda x, y, z, spec, a, b: x[a:b].sum() + spec, 1.0)
+    >>> float(src.map_reduce(lambda x, y, z, spec, a, b: x[a:b].sum() + spec, 1.0))
     5.0
     """
 

@@ -437,7 +437,7 @@ def _gram_pattern(key):
     Examples
     --------
     >>> P = _gram_pattern((1, "full", 4, True))
-    >>> bool(P[0, 3]), bool(P[0, 4])       # cubic splines overlap over 4 knot intervals
+    >>> bool(P[0, 4]), bool(P[0, 5])       # closed supports of 4 knot intervals meet
     (True, False)
     """
     lo, hi = _feature_supports(key)
@@ -733,11 +733,13 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
     >>> des = choose_design(10_000, 1, 1, 1, 7.0)
     >>> des.intervals in INTERVAL_CHOICES, des.certified, 0 < des.eps_fit < 7.0
     (True, True, True)
-    >>> choose_design(10_000, 2, 1, 1, 7.0).model, choose_design(10_000, 2, 1, 1, 7.0).certified
-    ('full', True)
+    >>> choose_design(10_000, 2, 1, 1, 7.0).certified      # the full fit takes one column
+    False
+    >>> choose_design(10_000, 2, 1, 1, 7.0, model="additive").certified
+    True
     >>> choose_design(10 ** 6, 3, 1, 1, 100.0).certified   # no full fit for 3 columns
     False
-    >>> choose_design(442, 3, 1, 1, 4.0, model="linear").certified
+    >>> choose_design(442, 3, 1, 1, 8.0, model="linear").certified
     True
     """
     if assume_additive:                  # the older spelling of model="additive"
