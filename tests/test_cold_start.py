@@ -20,14 +20,7 @@ _CHUNK = _private._LABEL_CHUNK
 
 def _states(n, entropy, start=0, stop=None):
     """The chunk states _private.block_labels passes to the kernel."""
-    stop = n if stop is None else stop
-    first, last = start // _CHUNK, (stop - 1) // _CHUNK
-    states = np.empty((last - first + 1, 4), dtype=np.uint64)
-    mask = (1 << 64) - 1
-    for i, c in enumerate(range(first, last + 1)):
-        st = np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))).state["state"]
-        states[i] = (st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask)
-    return states, first
+    return _private.label_chunk_states(entropy, start, n if stop is None else stop)
 
 
 @pytest.mark.parametrize("n, k, entropy, start, stop", [

@@ -61,6 +61,20 @@ def new_entropy(user_rng):
 _LABEL_CHUNK = 1 << 16
 
 
+def label_chunk_states(entropy, start, stop):
+    """The generator state (4 uint64 words) of every 65,536-row chunk that meets rows
+    [start, stop), and the first chunk's index: what :func:`block_labels` hands the
+    compiled shuffle (which steps numpy's PCG64 and Generator.shuffle exactly: the same
+    labels)."""
+    first, last = start // _LABEL_CHUNK, (stop - 1) // _LABEL_CHUNK
+    states = np.empty((last - first + 1, 4), dtype=np.uint64)
+    mask = (1 << 64) - 1
+    for i, c in enumerate(range(first, last + 1)):
+        st = np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))).state["state"]
+        states[i] = (st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask)
+    return states, first
+
+
 def block_labels(n, n_blocks, entropy, start=0, stop=None):
     """Block of every row in [start, stop) of an n-row data set: a data-independent partition.
 
@@ -75,14 +89,7 @@ def block_labels(n, n_blocks, entropy, start=0, stop=None):
     out = np.empty(stop - start, dtype=np.int64)
     if stop <= start:
         return out
-    first, last = start // _LABEL_CHUNK, (stop - 1) // _LABEL_CHUNK
-    # each chunk's generator state (the shuffle itself runs compiled, chunks in parallel,
-    # with numpy's PCG64 and Generator.shuffle step for step: the same labels)
-    states = np.empty((last - first + 1, 4), dtype=np.uint64)
-    mask = (1 << 64) - 1
-    for i, c in enumerate(range(first, last + 1)):
-        st = np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(c,))).state["state"]
-        states[i] = (st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask)
+    states, first = label_chunk_states(entropy, start, stop)
     from ._kernels import block_labels_into
     return block_labels_into(states, first, _LABEL_CHUNK, int(n), int(n_blocks), int(start),
                              int(stop), out)
