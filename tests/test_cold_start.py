@@ -120,7 +120,7 @@ def test_warm_steps_compile_the_default_paths_kernels():
     failed = _warm.warm(out=__import__("io").StringIO())
     assert failed == 0
     need = ["residual_products", "gcm_univariate", "standardise_columns", "gcm_max_statistic",
-            "crt_statistics", "rank_scores", "clip_scale", "rff_features_into",
+            "crt_statistics", "rank_scores", "_clip_scale_kernel", "rff_features_into",
             "rff_residuals", "_rows_outside_kernel", "_block_labels_kernel"]
     kern = _dispatchers(_kernels)
     not_ready = [name for name in need if not _kernels.ready(kern[name])]

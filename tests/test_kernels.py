@@ -91,7 +91,30 @@ def test_clip_scale_matches_twin():
     rng = np.random.default_rng(5)
     u = rng.normal(size=(40, 2)) * 5
     b = np.array([2.0, 7.0])
+    np.testing.assert_array_equal(_kernels._clip_scale_kernel(u, b), naive.clip_scale(u, b))
     np.testing.assert_array_equal(_kernels.clip_scale(u, b), naive.clip_scale(u, b))
+
+
+def test_clip_scale_twin_equals_the_kernel(monkeypatch):
+    """clip_scale's first-call numpy twin gives the kernel's floats bit for bit (NaN kept,
+    +-inf and far values at the bound, the edge itself); it runs while the kernel is not
+    ready, on at most NUMPY_FIRST_ROWS rows."""
+    rng = np.random.default_rng(6)
+    u = rng.normal(size=(500, 3)) * 4
+    u[:4] = [[np.nan, 2.0, -np.inf], [np.inf, -2.0, 3.0], [1e300, -1e300, 0.0],
+             [-0.0, 7.0, -7.0]]
+    b = np.array([2.0, 0.3, 7.0])
+    kernel = _kernels._clip_scale_kernel(u, b)
+    calls = []
+    real_clip = np.clip
+    monkeypatch.setattr(_kernels, "ready", lambda k: False)
+    monkeypatch.setattr(_kernels.np, "clip", lambda *a: calls.append(1) or real_clip(*a))
+    twin = _kernels.clip_scale(u, b)
+    assert calls == [1]
+    np.testing.assert_array_equal(twin, kernel)
+    monkeypatch.setattr(_kernels, "NUMPY_FIRST_ROWS", 499)
+    np.testing.assert_array_equal(_kernels.clip_scale(u, b), kernel)
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("n,d,sigma,lam", [(50, 1, 1.0, 0.01), (80, 3, 0.5, 1e-5), (64, 2, 2.0, 5.0)])

@@ -345,11 +345,30 @@ def rff_residuals(z, freqs_t, coef, u):
     return out
 
 
-@njit(parallel=True, cache=True)
 def clip_scale(u, bound):
-    """Clip each column of u to [-bound_c, bound_c] and divide by bound_c.  (No numpy twin
-    on first calls, unlike the labels and rows_outside: tools/mutate.py mutates this
-    kernel's body, and the tests that must catch it call it through this name.)"""
+    """Clip each column of u (n, p) to [-bound_c, bound_c] and divide by bound_c: the
+    compiled kernel, or its exact numpy twin (the same floats: one clip, one IEEE division)
+    for a first call on at most ``NUMPY_FIRST_ROWS`` rows, as :func:`rows_outside`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privci import _kernels
+    >>> _kernels.clip_scale(np.array([[3.0, -0.5], [-9.0, 1.0]]), np.array([2.0, 1.0]))
+    array([[ 1. , -0.5],
+           [-1. ,  1. ]])
+    """
+    if u.shape[0] <= NUMPY_FIRST_ROWS and not ready(_clip_scale_kernel):
+        b = np.asarray(bound, dtype=np.float64)
+        return np.clip(np.asarray(u, dtype=np.float64), -b, b) / b
+    return _clip_scale_kernel(u, bound)
+
+
+@njit(parallel=True, cache=True)
+def _clip_scale_kernel(u, bound):
+    """Clip each column of u to [-bound_c, bound_c] and divide by bound_c (the kernel of
+    :func:`clip_scale`; tools/mutate.py mutates this body, and tests/test_kernels.py calls
+    it by this name as well as through the dispatch)."""
     n, p = u.shape
     out = np.empty((n, p))
     for i in prange(n):

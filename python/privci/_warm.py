@@ -35,10 +35,28 @@ def _data(n, d=1, seed=0):
 def _spline(n):
     def run():
         import privci
+        from privci import _spline as S
         x, y, z = _data(n)
-        # rng=None: OpenDP's samplers, as a release would use them
-        privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=5, z_center=0.0, z_scale=1.0)
+        kernels = S.USE_KERNELS
+        S.USE_KERNELS = True     # the fused kernels even where the rule takes numpy passes
+        try:
+            # rng=None: OpenDP's samplers, as a release would use them
+            privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=5, z_center=0.0,
+                           z_scale=1.0)
+        finally:
+            S.USE_KERNELS = kernels
     return run
+
+
+def _twinned():
+    """The kernels that small first calls replace by their numpy twins (clip_scale,
+    rows_outside, the block labels): compiled here for the large calls."""
+    from privci import _kernels, _private
+    _kernels._clip_scale_kernel(np.zeros((4, 2)), np.ones(2))
+    _kernels._rows_outside_kernel(np.zeros((4, 2)), 4.0, np.zeros(4, np.uint8))
+    states, first = _private.label_chunk_states(0, 0, 4)
+    _kernels._block_labels_kernel(states, first, _private._LABEL_CHUNK, 4, 2, 0, 4,
+                                  np.empty(4, np.int64))
 
 
 def _spline_additive():
@@ -85,6 +103,7 @@ STEPS = (
     ("privgcm, regression='krr' (exact, random features) and without z", _krr),
     ("privcrt and crt", _crt),
     ("gcm (exact, random features, several columns)", _gcm),
+    ("kernels that small first calls replace by numpy twins", _twinned),
 )
 
 

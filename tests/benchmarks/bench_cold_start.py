@@ -12,10 +12,12 @@ Modes (each repeated ``--reps`` times, fresh cache per repeat where it says so):
 * ``warm``: the cache that ``cold`` left: import + first call (kernels loaded);
 * ``after privci warm``: ``python -m privci warm`` once on an empty cache (its time is
   printed), then import + first call;
-* ``cold, numpy passes``: empty cache, with the released spline's numpy passes
-  (``privci._spline.USE_KERNELS = False``): what a rule "numpy twins for small first
-  calls while the basis kernels are not compiled" would give (not the package's
-  default: the rule lives in ``privci._spline``).
+* ``cold, numpy passes``: empty cache, with the released spline's numpy passes forced
+  (``privci._spline.USE_KERNELS = False``).  Since stop 40 the package's own rule
+  (``USE_KERNELS = None``) takes the numpy passes for partitions of at most
+  ``privci._spline.NUMPY_ROWS`` rows, and ``clip_scale`` has a numpy twin for first
+  calls, so ``cold`` at n = 2000 compiles nothing on the default path: the two modes
+  should agree.
 
 ``--fresh-venv`` first creates a virtual environment and ``pip install``s the checkout
 into it (as a user would), and measures with its interpreter.
