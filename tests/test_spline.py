@@ -1081,3 +1081,21 @@ def test_spline_module_docstring_examples():
     import doctest
     result = doctest.testmod(S, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_fit_check_states_the_shortest_period_it_sees():
+    """The result names the resolution contract in units of z_scale: three of the rich
+    fit's largest knot spacings on [-2, 2]; coarser at small n epsilon, and printed."""
+    rng = np.random.default_rng(41)
+    z = rng.normal(size=(10_000, 1))
+    x = np.sin(z[:, 0]) + rng.normal(size=10_000)
+    y = np.cos(z[:, 0]) + rng.normal(size=10_000)
+    kw = dict(x_bound=4.0, y_bound=4.0, z_center=0.0, z_scale=1.0, rng=3)
+    lo = privci.privgcm(x, y, z, epsilon=1.0, **kw)
+    hi = privci.privgcm(x, y, z, epsilon=100.0, **kw)
+    for res, eps in ((lo, 1.0), (hi, 100.0)):
+        design = S.choose_design(10_000, 1, 1, 1, eps)
+        knots = np.unique(np.clip(S._knots(design.rich_intervals), -2, 2))
+        assert res.fit_check["shortest_period"] == pytest.approx(3 * np.diff(knots).max())
+        assert f"periods under {res.fit_check['shortest_period']:.2g} z_scale" in repr(res)
+    assert lo.fit_check["shortest_period"] > 5 * hi.fit_check["shortest_period"]

@@ -1558,6 +1558,7 @@ def fit_check(test, design):
             "assume_additive": bool(design.assume_additive), "checked": bool(design.checked),
             "allowance_share": float(test.allowance_share), "intervals": design.intervals,
             "rich_intervals": design.rich_intervals, "interactions": design.interactions,
+            "shortest_period": 3.0 * resolution_spacing(design),
             "fit_share": design.eps_fit / (design.eps_fit + design.eps_test),
             "n_blocks": int(design.k), "squares_share": float(design.sq_share),
             "variance_parts": dict(test.variance_parts),

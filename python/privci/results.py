@@ -387,7 +387,9 @@ class PrivateTestResult(_ReprMixin):
             elif "intervals" in fc:
                 details.append(f"{fc['intervals']} spline intervals per column, nested rich "
                                f"fit {fc.get('rich_intervals', '?')}, interactions "
-                               f"{'yes' if fc.get('interactions') else 'no'}")
+                               f"{'yes' if fc.get('interactions') else 'no'}"
+                               + (f"; periods under {fc['shortest_period']:.2g} z_scale not "
+                                  "seen" if "shortest_period" in fc else ""))
             head += f"\n    fit check: {verdict}" + (f" ({'; '.join(details)})"
                                                        if details else "")
         return head + priv + "\n)"

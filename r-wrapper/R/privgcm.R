@@ -121,7 +121,9 @@
 #'   `noise_scale`, `mechanism`, and `rows`, `"half A"`/`"half B"` for the two
 #'   halves of the spline fit, which compose in parallel); with the default spline
 #'   fit also `fit_check` (`certified`, `resolvable`, `allowance_share`,
-#'   `intervals`, `columns`, `assume_additive`, `n_blocks`, ...: when
+#'   `intervals`, `columns`, `assume_additive`, `n_blocks`, `shortest_period`
+#'   (regressions oscillating faster than this, in units of `z_scale`, are not
+#'   seen by the fit check), ...: when
 #'   `certified` is FALSE the p-value is 1, a fail-safe: the regression cannot
 #'   be resolved or the nested fits disagree). No un-noised quantity is
 #'   returned. `print()` shows the test as for [stats::t.test()], followed by
@@ -290,8 +292,11 @@ print.privci_private_htest <- function(x, ...) {
       "NOT certified: with two or more columns of z the released regression cannot certify their interactions (assume_additive = TRUE states that E[X | Z] and E[Y | Z] are additive); p-value set to 1 (a fail-safe, not evidence)" else if (!fc$resolvable)
       "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
       "NOT certified: the nested fits disagree (estimated regression bias large against the noise); p-value set to 1 (a fail-safe, not evidence)"
-    cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column)",
-                        verdict, 100 * fc$allowance_share, fc$intervals), exdent = 2), sep = "\n")
+    period <- if (!is.null(fc$shortest_period))
+      sprintf("; periods under %.2g z_scale not seen", fc$shortest_period) else ""
+    cat(strwrap(sprintf("fit check: %s (bias allowance %.0f%% of the variance; %d spline intervals per column%s)",
+                        verdict, 100 * fc$allowance_share, fc$intervals, period),
+                exdent = 2), sep = "\n")
   }
   for (caveat in x$caveats) {
     cat(strwrap(paste("caveat:", caveat), exdent = 2), sep = "\n")
