@@ -132,3 +132,38 @@ def test_warm_steps_compile_the_default_paths_kernels():
     not_ready = [name for name in need_b if name in basis and not _kernels.ready(basis[name])]
     assert not not_ready, not_ready
 
+
+
+def test_first_default_call_compiles_nothing(tmp_path):
+    """Issue 37, item 10: the README's privgcm call (n = 2000) in a fresh interpreter with
+    an empty numba cache compiles no kernel (numpy passes and twins); beyond NUMPY_ROWS
+    rows the rule takes the fused kernels."""
+    import os
+    import subprocess
+    import sys
+    code = r"""
+import numpy as np, privci, sys
+from numba.core.registry import CPUDispatcher
+from privci import _kernels, _basis_kernels
+n = int(sys.argv[1])
+rng = np.random.default_rng(0)
+z = rng.normal(size=(n, 1))
+x = np.sin(z[:, 0]) + rng.normal(size=n)
+y = np.cos(z[:, 0]) + 0.8 * (x - np.sin(z[:, 0])) + rng.normal(size=n)
+res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=3.5, y_bound=4.5, z_center=0.0,
+                     z_scale=1.0, rng=1)
+assert 0 <= res.pvalue <= 1
+done = sorted(name for mod in (_kernels, _basis_kernels) for name, obj in vars(mod).items()
+              if isinstance(obj, CPUDispatcher) and obj.signatures)
+print(",".join(done))
+"""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NUMBA_NUM_THREADS="1")
+    small = subprocess.run([sys.executable, "-c", code, "2000"], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert small.returncode == 0, small.stderr[-2000:]
+    assert small.stdout.strip() == "", small.stdout
+    # the rule's other side (not run: it would compile for tens of seconds)
+    from privci import _spline
+    design = _spline.choose_design(_spline.NUMPY_ROWS + 1, 1, 1, 1, 2.0)
+    assert not _spline._fast(design, _spline.NUMPY_ROWS)
+    assert _spline._fast(design, _spline.NUMPY_ROWS + 1)
