@@ -36,9 +36,10 @@
 #'   `NULL` (whatever privci requires) otherwise.
 #' @param warm `TRUE` (default): after the installation, run
 #'   `python -m privci warm` in the environment, which compiles the Python
-#'   package's numba kernels once and caches them (a few minutes on a 2-core
-#'   machine); without it the first test of every new installation compiles
-#'   them (tens of seconds). `FALSE` skips it.
+#'   package's numba kernels once and caches them (about a minute on a 2-core
+#'   machine); without it the first test on more than 32768 rows of every new
+#'   installation compiles them (tens of seconds; smaller tests run numpy
+#'   passes and compile nothing). `FALSE` skips it.
 #' @return The path of the environment's Python, invisibly.
 #' @seealso [privci_available()] to check the set-up.
 #' @export
@@ -102,7 +103,7 @@ install_privci <- function(envname = "r-privci", package = "privci", python = NU
   message(sprintf("privci %s with numpy %s is installed in the virtual environment %s (%s).",
                   versions[1L], versions[2L], shQuote(envname), env_python))
   if (warm) {
-    message("Compiling privci's numba kernels once (python -m privci warm; a few minutes)...")
+    message("Compiling privci's numba kernels once (python -m privci warm; about a minute)...")
     out <- suppressWarnings(system2(env_python, c("-m", "privci", "warm"), stdout = TRUE,
                                     stderr = TRUE))
     if (!is.null(attr(out, "status")) && attr(out, "status") != 0L) {
