@@ -1,0 +1,88 @@
+"""The planner against privgcm (issue 34, item 3): a reduced run of
+``vignettes/plan_accuracy.py`` that can fail, and the planner's refusal to give a number for
+a case it does not model (``regular=False``)."""
+
+import importlib.util
+import math
+import os
+import warnings
+
+import pytest
+
+from privci.plan import plan
+
+VIG = os.path.join(os.path.dirname(__file__), "..", "vignettes")
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(VIG, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# three cells of the grid where the power is neither 0 nor 1 (one column with public
+# parameters, with privgcm's default released z parameters, two columns with
+# assume="additive"), on seeds the grid runs did not use
+CELLS = [("readme", 10_000, 0.5, "public"), ("skewed", 2000, 5.0, "zauto"),
+         ("additive2", 10_000, 1.0, "public")]
+REPS = 300
+Z = 2.6          # one-sided normal quantile: P(Z > 2.6) = 0.0047
+
+
+def test_planner_within_tenth_of_privgcm():
+    """|predicted - measured| <= 0.10 + Z sd on every cell, sd the binomial sd of the
+    measured rate at the power within 0.10 of the prediction nearest to 1/2.  If the
+    planner is within 0.10 of the true power on every cell, the test fails by chance with
+    probability below 3 x 0.0047 = 0.014 (the seeds are fixed, so it is repeatable)."""
+    pa = _load("plan_accuracy")
+    bad = []
+    for i, (cls, n, eps, params) in enumerate(CELLS):
+        facts = pa.design_facts(cls, params)
+        pred, ok, _ = pa.predict(cls, n, eps, params, facts)
+        assert ok
+        rej, _, refused = pa.measure(cls, n, eps, params, facts, REPS, 9_000_000 + 1000 * i)
+        assert refused == 0
+        meas = rej / REPS
+        p = min(max(0.5, pred - 0.10), pred + 0.10)
+        tol = 0.10 + Z * math.sqrt(p * (1.0 - p) / REPS)
+        print(f"{cls} n={n} eps={eps} {params}: predicted {pred:.3f}, measured {meas:.3f}, "
+              f"tolerance {tol:.3f}")
+        if abs(pred - meas) > tol:
+            bad.append((cls, n, eps, params, round(pred, 3), meas, round(tol, 3)))
+    assert not bad, bad
+
+
+def test_quick_grid_runs(tmp_path):
+    pa = _load("plan_accuracy")
+    out = tmp_path / "pa.csv"
+    rows = pa.main(["--quick", "--reps", "3", "--seed", "4", "--out", str(out),
+                    "--no-progress"])
+    assert len(rows) == 3 and out.exists()
+    assert all(0.0 <= r["predicted"] <= 1.0 and 0.0 <= r["measured"] <= 1.0 for r in rows)
+
+
+def test_not_regular_is_not_modelled():
+    """regular=False: no number (nan), a warning, the regular case's number in details,
+    and no solved n or epsilon."""
+    kw = dict(effect=0.8, x_bound=3.5, y_bound=4.5)
+    with pytest.warns(UserWarning, match="not modelled"):
+        p = plan("privgcm", n=2000, epsilon=2.0, regular=False, **kw)
+    assert math.isnan(p.power) and p.details["modelled"] is False
+    assert "NOT MODELLED" in repr(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = plan("privgcm", n=2000, epsilon=2.0, **kw)
+    assert q.details["modelled"] is True
+    assert p.details["regular_case_power"] == pytest.approx(q.power)
+    with pytest.raises(ValueError, match="regular=False"):
+        plan("privgcm", epsilon=2.0, power=0.8, regular=False, **kw)
+    with pytest.raises(TypeError, match="`regular` must be True or False"):
+        plan("privgcm", n=2000, epsilon=2.0, regular="no", **kw)
+
+
+def test_emulation_repeatable():
+    """The emulated releases use common random numbers: the same call, the same power."""
+    kw = dict(n=2000, epsilon=2.0, effect=0.8, x_bound=3.5, y_bound=4.5)
+    a = plan("privgcm", **kw)
+    assert 0.0 < a.power <= 1.0 and plan("privgcm", **kw).power == a.power
