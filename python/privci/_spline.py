@@ -25,7 +25,12 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    finest in (4, 8, 16, 32, 64) at which no central direction of the test fit is shrunk
    by more than 10% (on the public reference Gram of z ~ N(0, I)); the rule takes the
    finest any split reaches, and among those splits and block counts k in (5, 10, 20)
-   the least t quantile times predicted sd of S.  Where no split resolves even I = 4,
+   the least t quantile times predicted sd of S.  The prediction (public: reference
+   releases of z ~ N(0, I), a reference function of size BETA_REF, residual scales
+   1 + BETA_REF) computes the fits' noise terms with the test's own formulas
+   (:func:`_predicted_as_tested`; since stop 40: the delta-method bound used before was
+   3 to 4 times too large and gave the fits 0.7 to 0.8 of epsilon where about 0.5 has
+   more power).  Where no split resolves even I = 4,
    the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
    says why.  With two or more columns the design is never certified unless the user
    states ``assume_additive=True``: the multilinear blocks fit only multilinear
@@ -642,6 +647,11 @@ def _resolvable(n, key, eps_fit, gram_share):
     r = m * _central_quotients(key)
     rho = r / (r + lam)
     floor_only = key[1] == "linear"
+    if floor_only and _blocks(key)[0][0] != "lin":
+        # the checked linear fit's own directions against its floor (:func:`_test_floor`)
+        A = _insertion(key)
+        r_lin = m * np.linalg.eigvalsh(A.T @ _reference(key) @ A)
+        rho = np.concatenate([rho, r_lin / (r_lin + _test_floor(key, lam))])
     return float(np.min(rho)) >= (CERT_RHO_LINEAR if floor_only else CERT_RHO)
 
 
@@ -649,41 +659,63 @@ REFERENCE_INTERVALS = 8   # the rule predicts finer bases' noise at this resolut
 
 
 @lru_cache(maxsize=4096)
-def _predicted(n, key, p, q, eps, fit_share, k, gram_share=GRAM_SHARE):
-    """Predicted noise variances of S on the public reference Gram of z ~ N(0, I): the
-    test's block noise, the fit's (its shift V plus the allowance's noise part, UCB_Z^2
-    times the nested difference's noise second moment; none without a check), and V
-    alone."""
+def _reference_release(m, key, sg, sb, cols):
+    """A public stand-in for one half's release: the reference Gram of m rows of z ~ N(0, I),
+    the cross-products of a reference function of size BETA_REF (constant coefficients:
+    the B-splines sum to one), the noise scales sg (Gram) and sb (cross-products) and the
+    structural pattern as the noise map.  No data: what the rule predicts from."""
+    G = m * _reference(key)
+    beta = np.full((G.shape[0], cols), BETA_REF)
+    return FitRelease(gram=G, cross=G @ beta, gram_scale=sg, cross_scale=sb,
+                      gram_sensitivity=0.0, cross_sensitivity=0.0, gram_epsilon=0.0,
+                      cross_epsilon=0.0, hardened=False, mechanism="reference", rows=m,
+                      noise_map=_gram_pattern(key).astype(np.float64))
+
+
+def _predicted_as_tested(n, key, p, q, eps, fit_share, gram_share=GRAM_SHARE):
+    """The fits' predicted noise terms computed as :func:`spline_test` computes them (its
+    shift V and the allowance's noise second moments, :func:`_shift_and_allowance`'s
+    formulas), on reference releases of both halves (:func:`_reference_release`), divided
+    by the reference residual scales' (1 + BETA_REF)^4 as the test divides the products.
+    Returns (fit noise variance: V + UCB_Z^2 times the nested and canonical noise, V)."""
     s = _n_blocks_key(key)
     m = max(n // 2, 1)
     eps_fit = fit_share * eps
     sg = gram_sensitivity(s) / (gram_share * eps_fit)
-    sbx = cross_sensitivity(s, p) / ((1 - gram_share) * eps_fit)
-    sby = cross_sensitivity(s, q) / ((1 - gram_share) * eps_fit)
-    Gr = m * _reference(key)
-    rows = _pattern_rows(key)
-    lam = sg * math.sqrt(rows)
-    A = _insertion(key)
-    P = _penalty(key)
-    H = A @ _floored_inverse(A.T @ Gr @ A + lam * P, lam) @ A.T   # b -> test fit (rich coords)
-    G2 = 2.0 * Gr                                                   # both halves' Gram
-    # noise of b - G beta per coordinate (delta method): 2 sb^2 + 2 sg^2 |beta|^2, with the
-    # reference |beta|^2 = BETA_REF^2 per noisy entry of a row (B-spline coefficients ~ values)
-    beta2 = BETA_REF ** 2 * rows
-    vx = 2 * sbx ** 2 + 2 * sg ** 2 * beta2
-    vy = 2 * sby ** 2 + 2 * sg ** 2 * beta2
-    Ch = G2 @ H @ H.T
-    shift = vx * vy * float(np.sum(Ch * Ch.T))          # V: the fits' common shift
+    rx = _reference_release(m, key, sg, cross_sensitivity(s, p) / ((1 - gram_share) * eps_fit),
+                            p)
+    ry = _reference_release(m, key, sg, cross_sensitivity(s, q) / ((1 - gram_share) * eps_fit),
+                            q)
+    design = Design(d=key[0], intervals=key[2], model=key[1], eps_fit=eps_fit,
+                    eps_test=eps - eps_fit, k=1, checked=key[3], gram_share=gram_share)
+    Gp = _weighted_gram(rx, ry)
+    Hx, Rx = _fit_operators(rx, design)
+    Hy, Ry = _fit_operators(ry, design)
+    bx, by = Hx @ rx.cross, Hy @ ry.cross
+    shift = float(np.max(_pair_traces(Gp, Hx, Hy, bx, by, rx, ry)))
     nested = 0.0
     if key[3]:
-        w_, V_ = _reference_eig(key)                                # b -> rich fit
-        R = (V_ / np.maximum(m * w_, RICH_FLOOR * lam)) @ V_.T
-        K = R - H                                                   # b -> nested difference
-        Ck = G2 @ K @ K.T
-        nested = vx * vy * float(np.sum(Ck * Ck.T))     # the allowance's noise second moment
-    fit_var = shift + UCB_Z ** 2 * nested
-    test_var = k * 2.0 * (2.0 * p * q / ((1 - fit_share) * eps)) ** 2
-    return test_var, fit_var, shift
+        nested = float(np.max(_pair_traces(Gp, Rx - Hx, Ry - Hy, bx, by, rx, ry)))
+        if CANONICAL:
+            Cx, Cy = _canonical_operator(rx, design, Gp, Hx), _canonical_operator(ry, design,
+                                                                                 Gp, Hy)
+            nested += float(np.max(_pair_traces(Gp, Cx, Cy, bx, by, rx, ry)))
+    unit = (1.0 + BETA_REF) ** -4
+    return unit * (shift + UCB_Z ** 2 * nested), unit * shift
+
+
+def _predicted(n, key, p, q, eps, fit_share, gram_share=GRAM_SHARE):
+    """The rule's predicted noise variances of S at a split: (the sum's Laplace noise for
+    k = 1, the fits' noise: :func:`_predicted_as_tested`, their shift V alone)."""
+    tv1 = 2.0 * (2.0 * p * q / ((1.0 - fit_share) * eps)) ** 2
+    fv, shift = _predicted_as_tested(n, key, p, q, eps, fit_share, gram_share)
+    return tv1, fv, shift
+
+
+def _reference_sampling(n):
+    """The rule's reference sampling variance of S: residual sd BETA_REF in each of x and
+    y, the products divided by the reference residual scales (1 + BETA_REF)^2."""
+    return n * (BETA_REF / (1.0 + BETA_REF)) ** 4
 
 
 def _t_quantile(df):
@@ -759,7 +791,7 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
     ks = (k,) if k is not None else tuple(c for c in K_CHOICES if c <= n) or (max(2, n),)
-    samp = n * BETA_REF ** 4          # reference sampling variance of S (residual sd BETA_REF)
+    samp = _reference_sampling(n)
     choices = _interval_choices(d, model_)
     available = not (model_ == "full" and d > FULL_MAX_D)
 
@@ -769,7 +801,7 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         predicted at the resolution, or at REFERENCE_INTERVALS where that is coarser:
         finer bases are ranked as that one, which bounds the rule's cost)."""
         ref = (key[0], key[1], min(key[2], REFERENCE_INTERVALS), key[3])
-        tv1, fv, shift = _predicted(n, ref, p, q, epsilon, f, 1, g)
+        tv1, fv, shift = _predicted(n, ref, p, q, epsilon, f, g)
         for kk in ks:
             for sq in (SQ_SHARES if kk == 1 else (0.0,)):
                 crit, tv = _critical(kk, sq, samp, tv1, fv, p * q)
@@ -1384,8 +1416,40 @@ def _test_operator(rel, design):
     return op
 
 
+def _test_floor(key, lam):
+    """The test fit's eigenvalue floor in its own coordinates: lambda (the noise edge of the
+    rich Gram) for the nested spline bases, whose insertion matrices have operator norm^2
+    2-3; for the checked linear fit lambda times the noise's gain in its coordinates
+    (:func:`_linear_gain`; A, the coefficients of 1 and t_j in the rich basis, has
+    |A|^2 from 370 at 2 columns to 1100 at 7), the edge of A^T N A against that of N.  With
+    lambda alone the noise's own eigenvalues (a direction of A^T G A at or below 0 in one
+    half) passed the floor and the fit's shift variance reached 10^11 (p = 1 always: 7
+    columns at n = 1030, epsilon 64, stop 40)."""
+    if key[1] == "linear" and _blocks(key)[0][0] != "lin":
+        return lam * _linear_gain(key)
+    return lam
+
+
+@lru_cache(maxsize=64)
+def _linear_gain(key):
+    """How much larger the Gram noise's spectral norm is in the checked linear fit's
+    coordinates than in the rich basis: E|A^T N A| / E|N| for N symmetric with independent
+    unit Laplace entries on the structural pattern (a fixed, public simulation of 200
+    draws; about 30 at 2 columns, 100 at 5, 140 at 7; the bound |A|^2 is 370 to 1100)."""
+    A = _insertion(key)
+    pat = np.triu(_gram_pattern(key)).astype(np.float64)
+    rng = np.random.default_rng(20261127)
+    num = den = 0.0
+    for _ in range(200):
+        N = rng.laplace(size=pat.shape) * pat
+        N = N + np.triu(N, 1).T
+        num += np.linalg.norm(A.T @ N @ A, 2)
+        den += np.linalg.norm(N, 2)
+    return float(num / den)
+
+
 def _test_operator_uncached(rel, design):
-    lam = _lam(design, rel)
+    lam = _test_floor(design.key, _lam(design, rel))
     A = _insertion(design.key)
     P = _penalty(design.key)
     return A @ _floored_inverse(A.T @ rel.gram @ A + lam * P, lam) @ A.T
