@@ -816,7 +816,12 @@ def test_rule_choices_are_in_their_sets_and_the_split_is_exact(n, d, model):
         if des.certified:
             assert S._resolvable(n, des.key, des.eps_fit, des.gram_share)
             crit = des.predicted["critical"]
-            for f in S.FIT_SHARES:
+            # an unchecked fit takes the largest share (bias first); checked: any share
+            shares = S.FIT_SHARES if des.checked else (des.predicted["fit_share"],)
+            if not des.checked:
+                assert not any(S._resolvable(n, des.key, f * eps, g) for f in S.FIT_SHARES
+                               if f > des.predicted["fit_share"] for g in S.GRAM_SHARES)
+            for f in shares:
                 for g in S.GRAM_SHARES:
                     for I in S._interval_choices(d, des.model):
                         key = (d, des.model, I, des.checked)
