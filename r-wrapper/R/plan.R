@@ -39,6 +39,11 @@
 #'   (`NULL`: Python's default; not passed): `auto` which of privgcm's
 #'   parameters are released with part of `epsilon` (`"z"`, privgcm's default,
 #'   `"none"` or `"all"`), `ranges` the residual scales' public ranges.
+#' @param regular `TRUE` (default): the design is one the planner models
+#'   (smooth regressions, z near normal). `FALSE` says it is not (a kink, a
+#'   step, z far from normal, binary or count x or y with released windows):
+#'   the power is then `NaN`, `details$modelled` is `FALSE` and Python warns;
+#'   solving for n or epsilon is an error.
 #' @param ... Further named arguments, passed unchanged to the Python
 #'   function.
 #' @param x A `privci_plan` object.
@@ -67,7 +72,7 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
                  ridge_lambda = 5, sensitivity = NULL, n_blocks = NULL, n_resamples = 19L,
                  alpha = 0.05, alternative = c("two.sided", "less", "greater"), n_mc = 20000L,
                  seed = 0, regression = c("spline", "krr"), z_columns = 1L, assume = NULL,
-                 assume_additive = FALSE, auto = NULL, ranges = NULL, ...) {
+                 assume_additive = FALSE, auto = NULL, ranges = NULL, regular = TRUE, ...) {
   call <- match.call()
   test <- match.arg(test)
   alternative <- match.arg(alternative)
@@ -88,10 +93,15 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
   if (!isFALSE(assume_additive)) args$assume_additive <- assume_additive
   if (!is.null(auto)) args$auto <- auto
   if (!is.null(ranges)) args$ranges <- ranges
+  if (!(isTRUE(regular) || isFALSE(regular))) {
+    stop("`regular` must be TRUE or FALSE; got ", .expr(regular), " instead.", call. = FALSE)
+  }
+  if (!regular) args$regular <- FALSE
   .privci()
   fun <- reticulate::import("privci.plan")$plan
   res <- .py_call(fun, c(args, .py_extra(list(...), c(names(args), "assume", "assume_additive",
-                                                      "auto", "ranges"), "plan")), call)
+                                                      "auto", "ranges", "regular"), "plan")),
+                 call)
   num <- function(v) if (is.null(v)) NULL else as.numeric(v)
   structure(list(
     test = res$test, solved_for = res$solved_for, n = as.integer(res$n),

@@ -35,3 +35,18 @@ test_that("plan() reports bad input with Python's message, and needs `effect`", 
                "give exactly two of `n`, `epsilon` and `power`", fixed = TRUE)
   expect_error(plan("privgcm", n = 100, epsilon = 1), "`effect` is required", fixed = TRUE)
 })
+
+test_that("plan(regular = FALSE) says the case is not modelled instead of a number", {
+  skip_if_no_privci()
+  py_has <- "regular" %in% names(reticulate::import("inspect")$signature(
+    reticulate::import("privci.plan")$plan)$parameters)
+  skip_if_not(py_has, "the Python package has no `regular`")
+  p <- suppressWarnings(plan("privgcm", n = 10000, epsilon = 2, effect = 0.1, x_bound = 4,
+                             y_bound = 4, regular = FALSE))
+  expect_true(is.nan(p$power))
+  expect_false(p$details$modelled)
+  expect_warning(plan("privgcm", n = 10000, epsilon = 2, effect = 0.1, x_bound = 4,
+                      y_bound = 4, regular = FALSE))
+  expect_error(plan("privgcm", n = 10000, epsilon = 2, effect = 0.1, regular = NA),
+               "`regular` must be TRUE or FALSE", fixed = TRUE)
+})
