@@ -409,6 +409,11 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
     says so beforehand).  Where the nested fits disagree on the data, the
     p-value is 1 (the fail-safe, not evidence of independence): the printed
     result and ``res.fit_check`` say so and a ``FailSafeWarning`` is emitted.
+    The check sees what the nested rich fit represents, no finer:
+    ``res.fit_check["shortest_period"]`` (printed) is the shortest period, in
+    units of ``z_scale``, of an oscillation it resolves; regressions of x and
+    y that both vary faster can bias the test (measured on the documentation's
+    "Released regression" page).
 
     With ``regression="krr"`` (the paper's mechanism): the kernel ridge
     residual products of (x - x_center)/x_bound and (y - y_center)/y_bound,
