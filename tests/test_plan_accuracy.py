@@ -15,9 +15,18 @@ VIG = os.path.join(os.path.dirname(__file__), "..", "vignettes")
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(VIG, name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    """Import a vignette module; the vignettes set NUMBA_NUM_THREADS=1 (and BLAS threads)
+    in os.environ for their own runs, which must not leak into this process: a numba
+    compile after such a change fails ("Cannot set NUMBA_NUM_THREADS to a different
+    value once the threads have been launched"; the stop-40 CI dry run, test_r_wrapper)."""
+    saved = dict(os.environ)
+    try:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(VIG, name + ".py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return mod
 
 
