@@ -610,17 +610,3 @@ def _rows_outside_kernel(t, T, out):
         out[i] = o
         count += o
     return count
-
-
-# numba's thread pool is launched now, under the importing process's configuration
-# (NUMBA_NUM_THREADS, CPU affinity): small first calls take the numpy twins above and
-# run no parallel kernel, so without this the pool would start at the first large call,
-# under whatever configuration the process has then, and a later change of it makes
-# every numba compile fail ("Cannot set NUMBA_NUM_THREADS to a different value once the
-# threads have been launched"; the stop-40 CI dry run, embedded R after the Dask tests).
-# About 25 ms.
-try:
-    import numba as _numba
-    _numba.get_num_threads()
-except Exception:  # pragma: no cover - a numba without a threading layer still works
-    pass
