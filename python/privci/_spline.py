@@ -577,12 +577,6 @@ def _reference(key):
     return G
 
 
-@lru_cache(maxsize=256)
-def _reference_eig(key):
-    """The eigendecomposition (w, V) of :func:`_reference` (public, cached)."""
-    return np.linalg.eigh(_reference(key))
-
-
 @lru_cache(maxsize=64)
 def _check_contrasts(key):
     """Per-row reference Rayleigh quotients of the check block's *contrasts*: the directions
