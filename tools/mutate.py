@@ -158,6 +158,10 @@ MUTANTS = [
            r"\+ SQ_UCB \* b_q\n", "+ 0.0 * b_q\n",
            "k = 1: the squares' noise scale not added to the released variance (the UCB "
            "that keeps the level)", 1, False, ("tests/test_spline.py",)),
+    Mutant("linear-floor-check-dropped", "_spline.py",
+           r"certified = certified and not binds", "certified = certified",
+           "spline test: the unchecked linear fit certified where its floor binds", 1, False,
+           ("tests/test_spline.py",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",

@@ -585,9 +585,14 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
         # `stat, p = res` users see it (post-processing of the released result)
         import warnings
         from ._stats import FailSafeWarning
-        warnings.warn("privgcm: p = 1 is the fail-safe, not evidence of independence: the "
-                      "released nested fits disagree (the test fit misses part of E[X | Z] or "
-                      "E[Y | Z]); see the result's fit check and caveats.  More epsilon or n "
+        if out.fit_check.get("floor_binds"):
+            from .results import FLOOR_REASON
+            why = FLOOR_REASON
+        else:
+            why = ("the released nested fits disagree (the test fit misses part of "
+                   "E[X | Z] or E[Y | Z])")
+        warnings.warn(f"privgcm: p = 1 is the fail-safe, not evidence of independence: {why}; "
+                      "see the result's fit check and caveats.  More epsilon or n "
                       "(a finer fit), or a stated model (assume=...), may resolve it.",
                       FailSafeWarning, stacklevel=3)
     return PrivateTestResult(statistic=out.statistic, pvalue=out.pvalue,

@@ -165,7 +165,8 @@ def _privacy_cell(res):
     if fc is not None and fc.get("model") in ("additive", "linear"):
         cell += f", assume={fc['model']}" + ("" if fc.get("checked") else " (not checked)")
     if fc is not None and not fc["certified"]:
-        cell += ", nested fits disagree: p = 1 (fail-safe)"
+        cell += (", linear fit shrunk by its floor" if fc.get("floor_binds") else
+                 ", nested fits disagree") + ": p = 1 (fail-safe)"
     return cell
 
 

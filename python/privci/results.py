@@ -33,6 +33,11 @@ def _assumed(fc):
     return bool(fc.get("assume_additive", False) or fc.get("assume"))
 
 
+FLOOR_REASON = ("the unchecked linear fit was shrunk: a released Gram matrix has an "
+                "eigenvalue under its noise floor (correlated or few rows for this "
+                "epsilon), a bias nothing bounds")
+
+
 def failsafe_reason(fit_check, pvalue):
     """Why ``pvalue`` is the fail-safe 1 (a short clause), or None when it is not.
 
@@ -56,6 +61,8 @@ def failsafe_reason(fit_check, pvalue):
     if not fc.get("resolvable", True):
         return ("the released regression cannot be resolved at this n, epsilon and number "
                 "of columns of z")
+    if fc.get("floor_binds"):
+        return FLOOR_REASON
     return "the nested fits disagree (regression bias large against the noise)"
 
 
@@ -371,6 +378,9 @@ class PrivateTestResult(_ReprMixin):
                 verdict = ("NOT certified: at this n, epsilon and number of columns of z the "
                            "released regression cannot resolve the central directions, so "
                            "the p-value is set to 1 (a fail-safe, not evidence)")
+            elif fc.get("floor_binds"):
+                verdict = (f"NOT certified: {FLOOR_REASON}, so the p-value is set to 1 (a "
+                           "fail-safe, not evidence)")
             else:
                 verdict = ("NOT certified: the nested fits disagree (estimated regression "
                            "bias large against the noise), so the p-value is set to 1 (a "

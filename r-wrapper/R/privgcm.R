@@ -125,7 +125,8 @@
 #'   (regressions oscillating faster than this, in units of `z_scale`, are not
 #'   seen by the fit check), ...: when
 #'   `certified` is FALSE the p-value is 1, a fail-safe: the regression cannot
-#'   be resolved or the nested fits disagree). No un-noised quantity is
+#'   be resolved, the nested fits disagree, or the unchecked linear fit was
+#'   shrunk by its noise floor, `floor_binds`). No un-noised quantity is
 #'   returned. `print()` shows the test as for [stats::t.test()], followed by
 #'   the privacy record; the caveats are written in R's syntax.
 #' @seealso [gcm()], [privcrt()].
@@ -290,7 +291,8 @@ print.privci_private_htest <- function(x, ...) {
     verdict <- if (fc$certified) "certified" else if (!fc$resolvable && fc$columns >= 2 &&
                                                      !fc$assume_additive)
       "NOT certified: with two or more columns of z the released regression cannot certify their interactions (assume_additive = TRUE states that E[X | Z] and E[Y | Z] are additive); p-value set to 1 (a fail-safe, not evidence)" else if (!fc$resolvable)
-      "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else
+      "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else if (isTRUE(fc$floor_binds))
+      "NOT certified: the unchecked linear fit was shrunk (a released Gram matrix has an eigenvalue under its noise floor: correlated columns or few rows for this epsilon); p-value set to 1 (a fail-safe, not evidence)" else
       "NOT certified: the nested fits disagree (estimated regression bias large against the noise); p-value set to 1 (a fail-safe, not evidence)"
     period <- if (!is.null(fc$shortest_period))
       sprintf("; periods under %.2g z_scale not seen", fc$shortest_period) else ""
