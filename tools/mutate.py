@@ -162,6 +162,10 @@ MUTANTS = [
            r"certified = certified and not binds", "certified = certified",
            "spline test: the unchecked linear fit certified where its floor binds", 1, False,
            ("tests/test_spline.py",)),
+    Mutant("shift-law-normal", "_spline.py",
+           r"if big and design\.n_features\(\) <= SHIFT_MC_FEATURES:", "if False:",
+           "spline test (k = 1): the fits' shift as a normal of variance V, not its draws", 1,
+           False, ("tests/test_spline.py",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",
