@@ -238,7 +238,9 @@ _EMULATED = {}
 
 def _emulated_fits(n, design, ranges, s_u, draws, seed=0):
     """privgcm's released fits, emulated at the public reference: ``draws`` x (s_x, s_y,
-    V, B^2, estimate^2).
+    V, B^2, estimate^2, the second moment of the shift's law the k = 1 test uses: for
+    fits of at most ``SHIFT_MC_FEATURES`` features that of its draws around the release,
+    at least V; else V).
 
     Each half's statistics are their expectation on z ~ N(0, I) (m = n // 2 rows: the
     reference Gram m E[phi phi^T] and the cross-products of the reference regression of
@@ -267,7 +269,8 @@ def _emulated_fits(n, design, ranges, s_u, draws, seed=0):
     g0 = m * Gr[iu][tri]
     bts = [m * _reference_regression(key, r) for r in ranges]
     rng = np.random.default_rng(seed)
-    out = np.empty((draws, 5))
+    out = np.empty((draws, 6))
+    small = design.n_features() <= S.SHIFT_MC_FEATURES
     nm = pat.astype(np.float64)
     for i in range(draws):
         rels = []
@@ -288,7 +291,11 @@ def _emulated_fits(n, design, ranges, s_u, draws, seed=0):
         sc = [float(S.residual_scales(S.fit_coefficients(rl, design), design)[0])
               for rl in rels]
         sh, al, es = S._shift_and_allowance(rels[0], rels[1], design)
-        out[i] = sc[0], sc[1], float(sh[0, 0]), float(al[0, 0]), float(es[0, 0])
+        law = float(sh[0, 0])
+        if small:
+            W = S._shift_draws(rels[0], rels[1], design, np.ones(2), [(0, 0)], draws=64)
+            law = max(law, float(np.mean(W ** 2)))
+        out[i] = sc[0], sc[1], float(sh[0, 0]), float(al[0, 0]), float(es[0, 0]), law
     out.setflags(write=False)
     if len(_EMULATED) > 512:
         _EMULATED.clear()
@@ -306,7 +313,8 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
     the fit check (the fail-safe p = 1 where the allowance's estimate exceeds
     ``CERTIFY_SHARE`` of the block and shift variance).  k = 1: S ~ N(mu, samp + V) plus
     Laplace(b_S), compared with the normal-Laplace critical value of the variance the test
-    uses, max(Q + Laplace(b_Q), 0) + b_Q + V + B^2 (Q = n (sigma^2 + rho^2) (s_x s_y)^2 the
+    uses, max(Q + Laplace(b_Q), 0) + b_Q + V' + B^2 (V' the second moment of the shift's
+    law as the test takes it, at least V; Q = n (sigma^2 + rho^2) (s_x s_y)^2 the
     sum of squared products; ``SPLINE_Q_DRAWS`` draws of its noise per fit); k >= 2: a
     noncentral t with non-centrality mu / sqrt(samp + test noise + V + B^2).  The power is
     the average over the draws."""
@@ -328,6 +336,7 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
     mu_d = n * rho * em[:, 0] * em[:, 1]
     samp_d = n * sigma ** 2 * unit
     shift_d = np.maximum(em[:, 2], 0.0) * unit
+    law_d = np.maximum(em[:, 5], 0.0) * unit      # the shift's spread as the test takes it
     allow_d = em[:, 3] * unit
     est_d = em[:, 4] * unit
     k = des.k
@@ -345,7 +354,7 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
                 if est_d[i] > CERTIFY_SHARE * (qhat + 2 * b_s * b_s + shift_d[i]):
                     pws.append(0.0)           # the fit check fails: p = 1
                     continue
-                nsd = math.sqrt(qhat + shift_d[i] + allow_d[i])
+                nsd = math.sqrt(qhat + law_d[i] + allow_d[i])
                 if mode == 0:
                     crit = normal_laplace_critical(nsd, b_s, alpha)
                     pw = (normal_laplace_sf(crit - mu_d[i], sd, b_s)
@@ -429,7 +438,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         of the released fit (the products' mean is n rho / (c_x c_y)), the
         fit's shift V and bias allowance B^2 and the fit check (the fail-safe);
         and the test itself (one noisy sum against the normal-Laplace critical
-        value of the variance it uses, max(Q + Laplace(b_Q), 0) + b_Q + V + B^2,
+        value of the variance it uses, max(Q + Laplace(b_Q), 0) + b_Q + V' + B^2
+        (V' the spread of the fits' shift as the test takes it, at least V),
         Q = n (sigma^2 + rho^2) / (c_x c_y)^2; k >= 2 block sums: a noncentral
         t).  The power is the average over the emulated releases (common
         random numbers: repeatable and smooth in n and epsilon).  Where the
