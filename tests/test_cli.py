@@ -72,7 +72,7 @@ def csv_file(tmp_path):
 def csv_file_2000(tmp_path):
     """The same model at n = 2000: the released spline fit (PrivGCM's default) refuses two
     columns of z at n = 300 whatever epsilon a test would use, and at n = 2000 answers
-    with assume='linear' from epsilon 0.76 (privci._spline.smallest_epsilon(2000, 2,
+    with assume='linear' from epsilon 0.44 (privci._spline.smallest_epsilon(2000, 2,
     'linear')); the full fit would need 4.6."""
     return _write_csv(tmp_path / "d.csv", 2000)
 
@@ -177,7 +177,7 @@ def test_cli_clamps_decimals_beyond_the_float_range(tmp_path, sign, rows, regres
 
     The spline fit (the default) refuses two columns of z at 40 rows whatever the data, so
     its files have 2000 rows and the stated linear model (resolvable there from epsilon
-    0.76); the KRR files keep 40 rows."""
+    0.44); the KRR files keep 40 rows."""
     import warnings
     args = ["--x", "x", "--y", "y", "--z", "z1", "z2", "--epsilon", "1", "--x-bound", "3",
             "--y-bound", "3", "--seed", "4", "--regression", regression, "--z-center", "0",
@@ -225,7 +225,7 @@ def test_cli_help_documents_the_clamping_and_the_file_placement(command, capsys)
 def test_cli_auto_parameters_equal_the_python_api(csv_file_2000):
     """'auto' for --x-bound, --y-bound, --x-center, --y-center, --z-center and --z-scale, as the
     Python API accepts (was: "invalid float value: 'auto'").  Two columns of z at n = 2000
-    with the stated linear model (test epsilon 1.6 and 1.8 here, resolvable from 0.76)."""
+    with the stated linear model (test epsilon 1.6 and 1.8 here, resolvable from 0.44)."""
     csv_file = csv_file_2000
     d = np.genfromtxt(csv_file, delimiter=",", names=True)
     z = np.column_stack([d["z1"], d["z2"]])
