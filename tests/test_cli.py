@@ -401,3 +401,20 @@ def test_warm_subcommand_runs_every_step_and_reports_failures(monkeypatch, capsy
     monkeypatch.setattr(_warm, "STEPS", (("broken", broken), ("after", lambda: ran.append(3))))
     assert cli.main(["warm"]) == 1 and ran[-1] == 3
     assert "FAILED broken: RuntimeError: no compiler" in capsys.readouterr().out
+
+
+def test_privacy_cell_names_the_fail_safe_reason():
+    """The demo table's privacy cell says why p = 1 is the fail-safe: the unchecked linear
+    fit shrunk by its floor (``fit_check["floor_binds"]``), or the nested fits disagreeing."""
+    from types import SimpleNamespace
+
+    from privci.cli import _privacy_cell
+    priv = SimpleNamespace(epsilon=8.0, hardened=True)
+    base = {"certified": False, "model": "linear", "checked": False}
+    shrunk = _privacy_cell(SimpleNamespace(privacy=priv, fit_check=dict(base, floor_binds=True)))
+    assert "linear fit shrunk by its floor: p = 1 (fail-safe)" in shrunk
+    assert "assume=linear (not checked)" in shrunk
+    other = _privacy_cell(SimpleNamespace(privacy=priv, fit_check=dict(base, floor_binds=None)))
+    assert "nested fits disagree: p = 1 (fail-safe)" in other
+    ok = _privacy_cell(SimpleNamespace(privacy=priv, fit_check=dict(base, certified=True)))
+    assert "fail-safe" not in ok
