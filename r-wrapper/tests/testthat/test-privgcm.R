@@ -234,6 +234,26 @@ test_that("print names the fail-safe and the smallest p-value next to the p-valu
                fixed = TRUE)
 })
 
+test_that("print says when the unchecked linear fit was shrunk by its floor", {
+  # the fit check's verdict, on a hand-made result (no Python)
+  base <- list(statistic = c(z = 0.3), parameter = c(epsilon = 8), p.value = 1,
+               null.value = c("E[cov(X, Y | Z)]" = 0), alternative = "two.sided",
+               method = "PrivGCM", data.name = "x and y given z", n = 442L,
+               mechanism = "laplace", sensitivity = 2, noise_scale = 2, hardened = FALSE,
+               guarantee = "g", caveats = character())
+  fc <- list(certified = FALSE, resolvable = TRUE, allowance_share = 0, intervals = 4L,
+             columns = 3L, assume_additive = FALSE, floor_binds = TRUE)
+  shrunk <- structure(c(base, list(fit_check = fc)),
+                      class = c("privci_private_htest", "htest"))
+  shown <- gsub("\\s+", " ", paste(capture.output(print(shrunk)), collapse = " "))
+  expect_match(shown, "NOT certified: the unchecked linear fit was shrunk", fixed = TRUE)
+  fc$floor_binds <- FALSE
+  other <- structure(c(base, list(fit_check = fc)),
+                     class = c("privci_private_htest", "htest"))
+  shown <- gsub("\\s+", " ", paste(capture.output(print(other)), collapse = " "))
+  expect_match(shown, "NOT certified: the nested fits disagree", fixed = TRUE)
+})
+
 test_that("two columns of z: R mirrors Python's result, fail-safe and caveats in R syntax", {
   skip_if_no_privci()
   set.seed(31)
