@@ -1351,3 +1351,28 @@ def test_unchecked_linear_edge_null_keeps_its_level():
             rej += res.pvalue <= 0.05
     print("rejections", rej)
     assert rej <= 14
+
+
+def test_smallest_n_ends_where_the_answer_is_a_few_rows():
+    """smallest_n's bisection on integers ends when its ends are adjacent (it looped for
+    ever where the answer was under about 100 rows: large epsilon, found by the Concrete
+    vignette's refusals at stop 41); run in a subprocess with a time limit so that a
+    regression fails instead of hanging.  The answer resolves, one row less (after the
+    two-digit rounding) does not, and _resolves agrees with choose_design."""
+    import subprocess
+    import sys
+    code = ("import privci._spline as S\n"
+            "for e, d, m in ((300.0, 7, 'linear'), (1000.0, 7, 'linear'), (64.0, 1, 'full'),"
+            " (300.0, 2, 'additive')):\n"
+            "    v = S.smallest_n(e, d, m)\n"
+            "    assert S.choose_design(v, d, 1, 1, e, model=m).certified, (e, d, m, v)\n"
+            "    assert v == 8 or not S._resolves(v - 1, d, e, m), (e, d, m, v)\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    for d, model in ((1, "full"), (2, "additive"), (3, "linear"), (7, "linear")):
+        for n in (50, 442, 2000, 10 ** 5):
+            for eps in (0.3, 2.0, 16.0, 300.0):
+                assert S._resolves(n, d, eps, model) == S.choose_design(
+                    n, d, 1, 1, eps, model=model).certified, (d, model, n, eps)

@@ -868,6 +868,33 @@ class UnresolvableDesignError(ValueError):
     smallest n (at this epsilon) that resolve it, and the stated models that resolve here."""
 
 
+def _resolves(n, d, epsilon, model):
+    """Whether :func:`choose_design` certifies (n, d, epsilon, model): some split and
+    check has its coarsest resolution resolvable (what the rule's candidate set needs to
+    be non-empty), without the rule's noise predictions (the bisections of
+    :func:`smallest_epsilon` and :func:`smallest_n` call this hundreds of times; cached,
+    keyed by the constants it reads, so that studies may vary them)."""
+    return _resolves_cached(int(n), int(d), float(epsilon), str(model), tuple(FIT_SHARES),
+                            tuple(GRAM_SHARES), float(CERT_RHO), float(CERT_RHO_LINEAR),
+                            float(CERT_RHO_LINEAR_UNCHECKED))
+
+
+@lru_cache(maxsize=65536)
+def _resolves_cached(n, d, epsilon, model, fit_shares, gram_shares, *rhos):
+    model_ = "full" if (model == "additive" and d == 1) else model
+    if model_ == "full" and d > FULL_MAX_D:
+        return False
+    if model_ == "full":
+        checks = (True,)
+    elif model_ == "additive" and d > CHECK_MAX_D:
+        checks = (False,)
+    else:
+        checks = (True, False)
+    first = _interval_choices(d, model_)[0]
+    return any(_resolvable(n, (d, model_, first, checked), f * epsilon, g)
+               for checked in checks for f in fit_shares for g in gram_shares)
+
+
 def smallest_epsilon(n, d, model="full", p=1, q=1, hi=1e4):
     """The smallest epsilon (for the test, after any released bounds; two significant
     digits, rounded up) at which the public rule resolves the model's fit at n rows and d
@@ -881,7 +908,7 @@ def smallest_epsilon(n, d, model="full", p=1, q=1, hi=1e4):
     """
     if model == "full" and d > FULL_MAX_D:
         return None
-    ok = lambda e: choose_design(n, d, p, q, e, model=model).certified  # noqa: E731
+    ok = lambda e: _resolves(n, d, e, model)  # noqa: E731
     if not ok(hi):
         return None
     lo_, hi_ = 1e-3, hi
@@ -902,12 +929,14 @@ def smallest_n(epsilon, d, model="full", p=1, q=1, hi=10 ** 8):
     ``hi`` rows do."""
     if model == "full" and d > FULL_MAX_D:
         return None
-    ok = lambda m: choose_design(m, d, p, q, epsilon, model=model).certified  # noqa: E731
+    ok = lambda m: _resolves(m, d, epsilon, model)  # noqa: E731
     if not ok(hi):
         return None
     lo_, hi_ = 8, hi
-    while hi_ / lo_ > 1.01:
-        mid = int(math.sqrt(lo_ * hi_))
+    if ok(lo_):
+        return lo_
+    while hi_ / lo_ > 1.01 and hi_ - lo_ > 1:   # (integers: adjacent ends stop it)
+        mid = min(hi_ - 1, max(lo_ + 1, int(math.sqrt(lo_ * hi_))))   # strictly inside
         lo_, hi_ = (lo_, mid) if ok(mid) else (mid, hi_)
     m = int(_ceil2(hi_))
     while not ok(m):                  # (the bisection's end is resolvable; rounding is up)
@@ -943,7 +972,7 @@ def unresolvable_message(n, d, p, q, epsilon, eps_test, model):
         if m is not None:
             lines.append(f"Smallest n at epsilon = {epsilon:g}: about {m}.")
     others = [mm for mm in MODELS if mm != model and not (mm == "full" and d > FULL_MAX_D)
-              and choose_design(n, d, p, q, eps_test, model=mm).certified]
+              and _resolves(n, d, eps_test, mm)]
     if others:
         lines.append("Resolvable here: " + ", ".join(
             {"full": "the full fit (assume=None)", "additive": "assume='additive'",
