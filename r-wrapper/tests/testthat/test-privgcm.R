@@ -208,13 +208,18 @@ test_that("privgcm and privcrt: 'auto' bounds and centres from R (issue 15)", {
   expect_true(crt$bounds$x_residual_bound > 0)
 })
 
+# A hand-made PrivGCM result for the print method's tests (no Python).
+handmade_result <- function(statistic, epsilon) {
+  list(statistic = statistic, parameter = c(epsilon = epsilon), p.value = 1,
+       null.value = c("E[cov(X, Y | Z)]" = 0), alternative = "two.sided",
+       method = "PrivGCM", data.name = "x and y given z", n = 442L,
+       mechanism = "laplace", sensitivity = 2, noise_scale = 2, hardened = FALSE,
+       guarantee = "g", caveats = character())
+}
+
 test_that("print names the fail-safe and the smallest p-value next to the p-value", {
   # the print method alone, on hand-made results (no Python): every branch
-  base <- list(statistic = c(t = 4.26), parameter = c(epsilon = 1), p.value = 1,
-               null.value = c("E[cov(X, Y | Z)]" = 0), alternative = "two.sided",
-               method = "PrivGCM", data.name = "x and y given z", n = 442L,
-               mechanism = "laplace", sensitivity = 2, noise_scale = 2, hardened = FALSE,
-               guarantee = "g", caveats = character())
+  base <- handmade_result(c(t = 4.26), 1)
   safe <- structure(c(base, list(failsafe = "the nested fits disagree")),
                     class = c("privci_private_htest", "htest"))
   out <- capture.output(print(safe))
@@ -236,11 +241,7 @@ test_that("print names the fail-safe and the smallest p-value next to the p-valu
 
 test_that("print says when the unchecked linear fit was shrunk by its floor", {
   # the fit check's verdict, on a hand-made result (no Python)
-  base <- list(statistic = c(z = 0.3), parameter = c(epsilon = 8), p.value = 1,
-               null.value = c("E[cov(X, Y | Z)]" = 0), alternative = "two.sided",
-               method = "PrivGCM", data.name = "x and y given z", n = 442L,
-               mechanism = "laplace", sensitivity = 2, noise_scale = 2, hardened = FALSE,
-               guarantee = "g", caveats = character())
+  base <- handmade_result(c(z = 0.3), 8)
   fc <- list(certified = FALSE, resolvable = TRUE, allowance_share = 0, intervals = 4L,
              columns = 3L, assume_additive = FALSE, floor_binds = TRUE)
   shrunk <- structure(c(base, list(fit_check = fc)),
