@@ -166,6 +166,11 @@ MUTANTS = [
            r"if big and design\.n_features\(\) <= SHIFT_MC_FEATURES:", "if False:",
            "spline test (k = 1): the fits' shift as a normal of variance V, not its draws", 1,
            False, ("tests/test_spline.py",)),
+    Mutant("linear-free-any-split", "_spline.py",
+           r"free and _least_kept\(n, c\[6\], c\[2\] \* epsilon, c\[3\]\) >= linear_free_rho",
+           "free", "rule: the unchecked linear fit at any resolvable split, not only those "
+           "keeping every central direction at LINEAR_FREE_RHO", 1, False,
+           ("tests/test_spline.py",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",

@@ -215,6 +215,9 @@ CERT_RHO_LINEAR_UNCHECKED = 0.7   # the unchecked linear fit (since stop 41): gu
 #                           data by its floor check (:func:`floor_binds`) and the shift's law
 #                           (:func:`_shift_draws`); at 0.7 true linear nulls at its new edge
 #                           were rejected in at most 0.020 of 300 (16 cells)
+LINEAR_FREE_RHO = 0.9     # the unchecked linear fit competes on power at any split that
+#                           keeps every central direction at this share (else: the largest
+#                           resolvable share, as every unchecked fit); None: never
 CHECK_MAX_D = 4           # the additive fit's interaction check: multilinear, 2 to 4 columns
 
 
@@ -647,6 +650,15 @@ def _resolvable(n, key, eps_fit, gram_share):
     """Whether every central test-basis function (and check feature) keeps at least
     CERT_RHO of itself under the ridge: r / (r + lambda) >= CERT_RHO, r its reference
     Rayleigh quotient times the half's rows."""
+    rho = _least_kept(n, key, eps_fit, gram_share)
+    if key[1] == "linear" and _blocks(key)[0][0] == "lin":
+        return rho >= CERT_RHO_LINEAR_UNCHECKED
+    return rho >= (CERT_RHO_LINEAR if key[1] == "linear" else CERT_RHO)
+
+
+def _least_kept(n, key, eps_fit, gram_share):
+    """The least share r / (r + lambda) any central direction of the fit keeps (on the
+    public reference Gram of z ~ N(0, I)): what :func:`_resolvable` compares."""
     m = max(n // 2, 1)
     lam = _lambda(n, key, eps_fit, gram_share)
     r = m * _central_quotients(key)
@@ -657,9 +669,7 @@ def _resolvable(n, key, eps_fit, gram_share):
         A = _insertion(key)
         r_lin = m * np.linalg.eigvalsh(A.T @ _reference(key) @ A)
         rho = np.concatenate([rho, r_lin / (r_lin + _test_floor(key, lam))])
-    if floor_only and _blocks(key)[0][0] == "lin":
-        return float(np.min(rho)) >= CERT_RHO_LINEAR_UNCHECKED
-    return float(np.min(rho)) >= (CERT_RHO_LINEAR if floor_only else CERT_RHO)
+    return float(np.min(rho))
 
 
 REFERENCE_INTERVALS = 8   # the rule predicts finer bases' noise at this resolution
@@ -788,12 +798,14 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
     return _choose_design(int(n), int(d), int(p), int(q), float(epsilon),
                           None if k is None else int(k), str(model), tuple(FIT_SHARES),
                           tuple(GRAM_SHARES), tuple(INTERVAL_CHOICES), float(CERT_RHO),
-                          float(RES_TOL), float(RICH_FLOOR), float(UCB_Z))
+                          float(RES_TOL), float(RICH_FLOOR), float(UCB_Z),
+                          None if LINEAR_FREE_RHO is None else float(LINEAR_FREE_RHO))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
-                   interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0):
+                   interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0,
+                   linear_free_rho=None):
     # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
@@ -838,8 +850,16 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         # grows as the fit's share falls: raw_units under "additive" at n = 10^4, epsilon
         # 1 rejected 0.073 of 300 nulls at the power-optimal share 0.5, 0.040 at 0.8), so
         # an unchecked fit gets the largest share any resolvable split has
+        # -- except the unchecked linear fit where a split keeps every central direction
+        # at linear_free_rho or more: it has no ridge, and the only shrinkage its floor can
+        # put on it makes the test fail safe (:func:`floor_binds`), so such splits compete
+        # on power (stop 42: at n = 10^4, two columns, epsilon 2, a critical value of 11.2
+        # instead of 20.3 at the largest share)
         fmax = max(c[2] for c in cands)
-        cands = [c for c in cands if c[2] == fmax]
+        free = (linear_free_rho is not None and model_ == "linear"
+                and _blocks(cands[0][6])[0][0] == "lin")
+        cands = [c for c in cands if c[2] == fmax or (
+            free and _least_kept(n, c[6], c[2] * epsilon, c[3]) >= linear_free_rho)]
     if cands:
         # power first, resolution next: the least predicted critical value of S, but the
         # finest resolution whose critical value is within RES_TOL of that least one
