@@ -171,6 +171,11 @@ MUTANTS = [
            "free", "rule: the unchecked linear fit at any resolvable split, not only those "
            "keeping every central direction at LINEAR_FREE_RHO", 1, False,
            ("tests/test_spline.py",)),
+    Mutant("linear-margin-dropped", "_spline.py",
+           r"if \(linear_margin and model_ == \"linear\"",
+           "if (False and model_ == \"linear\"",
+           "rule: the unchecked linear fit's ties broken by the critical value, not by its "
+           "margin from the floor", 1, False, ("tests/test_spline.py",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",

@@ -13,7 +13,9 @@
 #     CELLS: comma-separated design:n:epsilon, e.g. L2:10000:2,L3c:2000:10
 #     FREE=none python vignettes/linear_split.py ...     # the rule before stop 42
 #
-# Measured (stop 42, 300 per cell, seed 4210000, 28 cells): at most 0.053; power in
+# Measured (stop 42, 300 per cell): seed 4210000, 28 cells, at most 0.053 (the free split
+# alone); seed 4240000, 32 cells with the edge tie-break, at most 0.047
+# (results/linear_split_level_s42_summary.csv); power (seed 4220000) in
 # vignettes/README.md ("Stop 42").
 import os, sys, math, warnings, time, csv
 for v in ("NUMBA_NUM_THREADS","OMP_NUM_THREADS","OPENBLAS_NUM_THREADS"): os.environ[v]="1"
