@@ -32,7 +32,8 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    3 to 4 times too large and gave the fits 0.7 to 0.8 of epsilon where about 0.5 has
    more power).  An unchecked stated model takes the largest resolvable fit share (no
    allowance bounds its ridge's shrinkage), except the unchecked linear fit (no ridge)
-   at splits keeping every central direction at ``LINEAR_FREE_RHO``.  Where no split
+   at splits keeping every central direction at ``LINEAR_FREE_RHO``; near its edge it
+   breaks near-ties by its margin from the floor (``LINEAR_MARGIN``).  Where no split
    resolves even I = 4,
    the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
    says why.  With two or more columns the design is never certified unless the user

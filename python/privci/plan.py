@@ -317,6 +317,15 @@ def _first_n(ok, lo, hi):
     return hi
 
 
+def _first_n_doubling(ok, cap=None):
+    """The smallest n >= 2 where ``ok`` holds: doubling from 2 (up to ``cap``, where ``ok``
+    holds) to a bracket, then :func:`_first_n`."""
+    lo, hi = 2, 2
+    while (cap is None or hi < cap) and not ok(hi):
+        lo, hi = hi, hi * 2 if cap is None else min(hi * 2, cap)
+    return _first_n(ok, lo, hi)
+
+
 def _first_eps(ok, lo, hi):
     """The smallest epsilon in [lo, hi] where ``ok`` holds, to a relative 10^-4 (geometric
     bisection; ``ok`` taken as monotone on the interval)."""
@@ -726,24 +735,18 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         if limit < power:
             raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: even "
                              f"n = 10^9 gives about {limit:.3f}.")
-        lo, hi = 2, 2
-        while pw(hi, epsilon) < power:
-            lo, hi = hi, hi * 2
-        n = _first_n(lambda nn: pw(nn, epsilon) >= power, lo, hi)
+        reaches = lambda nn: pw(nn, epsilon) >= power  # noqa: E731
+        n = _first_n_doubling(reaches)
         if spline and model != "full":
             # power is not monotone where the rule starts to check the stated model (the
-            # check's noise: two linear columns at epsilon 5 have power about 0.9 at n =
-            # 8000, unchecked, and 0 at 10^4, checked): the smallest n may lie below the
-            # switch
+            # check's noise: two linear columns at epsilon 5, predicted 0.8 at n = 4394,
+            # unchecked, and 0 at 10^4, checked): the smallest n may lie below the switch
             checked = lambda nn: bool(_spline_design(nn, epsilon, z_columns, model,  # noqa
                                                      auto).checked)
             if checked(n) and n > 2 and not checked(2):
                 sw = _first_n(checked, 2, n)
-                if sw > 2 and pw(sw - 1, epsilon) >= power:
-                    lo2, hi2 = 2, 2
-                    while hi2 < sw - 1 and pw(hi2, epsilon) < power:
-                        lo2, hi2 = hi2, min(hi2 * 2, sw - 1)
-                    n = _first_n(lambda nn: pw(nn, epsilon) >= power, lo2, hi2)
+                if sw > 2 and reaches(sw - 1):
+                    n = _first_n_doubling(reaches, cap=sw - 1)
         pval = pw(n, epsilon)
     else:
         limit = pw(n, 1e6)
