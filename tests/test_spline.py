@@ -985,6 +985,41 @@ def test_rows_outside_the_clip_box_are_left_out(fast, monkeypatch):
     assert not np.array_equal(_box_passes(x, y, t3, des)[0][0], outs[0][0][0])
 
 
+@pytest.mark.parametrize("n, d, eps, model", [(10_000, 2, 2.0, "linear"),
+                                               (442, 3, 8.0, "linear"),
+                                               (10_000, 1, 2.0, "full"),
+                                               (10_000, 2, 100.0, "linear")])
+def test_the_caveat_names_the_box_the_test_uses(n, d, eps, model):
+    """The result's caveat names the clip box the fit and the test use: [-2, 2] for the
+    unchecked linear fit (with the share of normal rows beyond it), [-4, 4] for the others
+    (it said [-4, 4] for every fit until stop 43).  Checked on the data: a row at t = 3 in
+    one column is left out of the test's sums exactly where the named box excludes it."""
+    des = S.choose_design(n, d, 1, 1, eps, model=model)
+    text = S.additive_caveat(des)
+    b = des.box
+    assert f"rows beyond [-{b:g}, {b:g}] in any column" in text
+    assert (b == 2.0) == (model == "linear" and not des.checked)
+    if b < S.SPLINE_RANGE:
+        share = 1.0 - math.erf(b / math.sqrt(2.0)) ** d
+        assert f"about {share:.0%} of normal rows" in text
+    rng = np.random.default_rng(3)
+    m = 400
+    t = rng.normal(scale=0.5, size=(m, d))
+    x, y = rng.normal(size=m), rng.normal(size=m)
+    coef = np.linspace(-0.3, 0.3, des.n_features())[:, None]
+    base = _box_passes(x, y, t, des, coef=coef)[1]
+    t2, x2 = t.copy(), x.copy()
+    t2[11, 0], x2[11] = 3.0, 5.0          # moved to t = 3 with another x
+    moved = _box_passes(x2, y, t2, des, coef=coef)[1]
+    t3 = t2.copy()
+    x3 = x2.copy()
+    x3[11] = -5.0                         # at t = 3, its x changed again
+    moved2 = _box_passes(x3, y, t3, des, coef=coef)[1]
+    outside = 3.0 > b
+    assert np.array_equal(moved, moved2) == outside
+    assert not np.array_equal(base, moved)
+
+
 @pytest.mark.parametrize("d", [1, 2, 5])
 def test_rows_outside_matches_numpy(d):
     """The clip-box scan: a row is outside where some |t| > 4 (the edge 4 is inside, NaN

@@ -1906,9 +1906,12 @@ def model_text(design):
 def additive_caveat(design):
     """The caveat on what the released regression represents and what it cannot see (in
     memory and on Dask): the model, its resolution contract, and a stated model's check."""
+    b = f"{design.box:g}"
     base = ("the released regression: " + model_text(design) + ", on t = (z - z_center) / "
-            "z_scale (z must be on a unit scale; rows beyond [-4, 4] in any column are left "
-            "out of the fit and the test).  ")
+            f"z_scale (z must be on a unit scale; rows beyond [-{b}, {b}] in any column are "
+            "left out of the fit and the test"
+            + (f": about {1.0 - math.erf(design.box / math.sqrt(2.0)) ** design.d:.0%} of "
+               "normal rows" if design.box < SPLINE_RANGE else "") + ").  ")
     if design.model == "linear":
         what = ("assume='linear': the user stated that E[X | Z] and E[Y | Z] are linear in "
                 "the columns of z; ")
