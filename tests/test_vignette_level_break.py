@@ -45,3 +45,25 @@ def test_demo_oracle_bounds_the_diabetes_rows():
     rate = {(x, e): r for x, e, _, r in rows}
     assert rate["bmi", 8.0] >= 0.95 and rate["s3", 8.0] >= 0.95
     assert rate["bmi", 1.0] < 0.8 and rate["s3", 1.0] < 0.8
+
+
+def test_linear_split_and_diabetes_rows_scripts_run(monkeypatch):
+    """Reduced runs of ``vignettes/linear_split.py`` (stops 42-43: the stated linear
+    model's nulls, public and released windows) and ``vignettes/diabetes_rows.py`` (the
+    demo's rows): every design draws finite data of its column count, a reduced run counts
+    rejections and fail-safes within their reps, and a refused epsilon is reported as such."""
+    pytest.importorskip("sklearn")
+    ls = _load("linear_split")
+    cols = {"L2": 2, "L3c": 3, "L2skew": 2, "L3t": 3, "L5c": 5, "L2strong": 2, "D3": 3}
+    for name, d in cols.items():
+        x, y, z = ls.design(name, 300, np.random.default_rng(1), beta=0.1)
+        assert x.shape == y.shape == (300,) and z.shape == (300, d)
+        assert np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(z))
+    for auto in ("0", "2"):
+        monkeypatch.setenv("AUTO", auto)
+        rej, fs = ls.run("L2", 2000, 10.0, 3, 5)
+        assert 0 <= rej <= 3 and 0 <= fs <= 3
+    dr = _load("diabetes_rows")
+    rows = dr.run([2.0, 10.0], 2, 7)
+    assert [r["rate"] for r in rows[:2]] == ["refused", "refused"]
+    assert all(0 <= r["rejections"] <= 2 for r in rows[2:]) and len(rows) == 4

@@ -39,11 +39,25 @@ def design(name, n, rng, beta=0.0):
         z = rng.normal(size=(n,5)) @ corr(5,0.5).T; fx = z@np.array([1,-.5,.3,0,.2]); fy = z@np.array([.4,0,.6,-.5,.3])
     elif name == "L2strong":   # strong slopes, small noise
         z = rng.normal(size=(n,2)); fx = 2*z[:,0]-1.5*z[:,1]; fy = 1.5*z[:,0]+2*z[:,1]
+    elif name == "D3":         # the diabetes rows' z (age, sex, bp; rows resampled), linear
+        z = diabetes_z()[rng.integers(0, 442, size=n)]
+        fx = 0.2*z[:,0]+0.1*z[:,1]+0.4*z[:,2]; fy = 0.2*z[:,0]+0.05*z[:,1]+0.45*z[:,2]
     ex = rng.normal(size=n); x = fx+ex
     y = fy + beta*ex + rng.normal(size=n)
     return x, y, z
 
+def diabetes_z():
+    from sklearn.datasets import load_diabetes
+    data = load_diabetes(scaled=True)
+    F = data.data * np.sqrt(data.data.shape[0]); names = list(data.feature_names)
+    return F[:, [names.index("age"), names.index("sex"), names.index("bp")]]
+
 def windows(name):
+    if os.environ.get("AUTO") == "1":   # released windows (x_bound, y_bound "auto"), public z
+        return dict(x_bound="auto", y_bound="auto", z_center=0.0, z_scale=1.0)
+    if os.environ.get("AUTO") == "2":   # the same with public centres 0 (the demo's call)
+        return dict(x_center=0.0, y_center=0.0, x_bound="auto", y_bound="auto", z_center=0.0,
+                    z_scale=1.0)
     x, y, z = design(name, 200000, np.random.default_rng(1))
     return dict(x_center=float(x.mean()), x_bound=4*float(x.std()), y_center=float(y.mean()), y_bound=4*float(y.std()), z_center=0.0, z_scale=1.0)
 
@@ -74,10 +88,10 @@ if __name__ == "__main__":
     S.LINEAR_FREE_RHO = None if free == "none" else float(free)
     for i, (name, n, eps) in enumerate(cells):
         n = int(n); eps = float(eps); t0 = time.time()
-        des = S.choose_design(n, {"L2":2,"L3c":3,"L2skew":2,"L3t":3,"L5c":5,"L2strong":2}[name], 1, 1, eps, model="linear")
+        des = S.choose_design(n, {"L2":2,"L3c":3,"L2skew":2,"L3t":3,"L5c":5,"L2strong":2,"D3":3}[name], 1, 1, eps, model="linear")
         rej, fs = run(name, n, eps, reps, seed0 + 1000*i, beta)
         lo, hi = wilson(rej, reps)
-        rows.append(dict(design=name, n=n, epsilon=eps, free=free, fit_share=des.predicted["fit_share"], gram_share=des.gram_share, checked=des.checked, beta=beta, reps=reps, seed=seed0 + 1000 * i, rejections=rej, rate=round(rej / reps, 4), lo=round(lo, 4), hi=round(hi, 4), failsafe=round(fs / reps, 4)))
+        rows.append(dict(design=name, n=n, epsilon=eps, free=free, auto=os.environ.get("AUTO", "0"), fit_share=des.predicted["fit_share"], gram_share=des.gram_share, checked=des.checked, beta=beta, reps=reps, seed=seed0 + 1000 * i, rejections=rej, rate=round(rej / reps, 4), lo=round(lo, 4), hi=round(hi, 4), failsafe=round(fs / reps, 4)))
         print(f"{name} n={n} eps={eps} free={free} fit={des.predicted['fit_share']} g={des.gram_share} checked={des.checked}: rej {rej}/{reps} = {rej/reps:.3f} [{lo:.3f},{hi:.3f}] failsafe {fs/reps:.3f} ({time.time()-t0:.0f}s)", flush=True)
     if out:
         with open(out, "w", newline="") as fh:
