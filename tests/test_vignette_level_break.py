@@ -54,7 +54,8 @@ def test_linear_split_and_diabetes_rows_scripts_run(monkeypatch):
     rejections and fail-safes within their reps, and a refused epsilon is reported as such."""
     pytest.importorskip("sklearn")
     ls = _load("linear_split")
-    cols = {"L2": 2, "L3c": 3, "L2skew": 2, "L3t": 3, "L5c": 5, "L2strong": 2, "D3": 3}
+    cols = {"L2": 2, "L3c": 3, "L2skew": 2, "L3t": 3, "L5c": 5, "L2strong": 2, "D3": 3,
+            "W2": 2, "W3": 3}
     for name, d in cols.items():
         x, y, z = ls.design(name, 300, np.random.default_rng(1), beta=0.1)
         assert x.shape == y.shape == (300,) and z.shape == (300, d)

@@ -39,6 +39,10 @@ def design(name, n, rng, beta=0.0):
         z = rng.normal(size=(n,5)) @ corr(5,0.5).T; fx = z@np.array([1,-.5,.3,0,.2]); fy = z@np.array([.4,0,.6,-.5,.3])
     elif name == "L2strong":   # strong slopes, small noise
         z = rng.normal(size=(n,2)); fx = 2*z[:,0]-1.5*z[:,1]; fy = 1.5*z[:,0]+2*z[:,1]
+    elif name == "W2":         # strong signal along the weak direction z1 - z2 (corr 0.8)
+        z = rng.normal(size=(n,2)) @ corr(2,0.8).T; fx = 1.5*(z[:,0]-z[:,1]); fy = 1.5*(z[:,0]-z[:,1])
+    elif name == "W3":         # the same in three columns (corr 0.8), plus a common term
+        z = rng.normal(size=(n,3)) @ corr(3,0.8).T; fx = 2*(z[:,0]-z[:,1])+0.5*z[:,2]; fy = 2*(z[:,0]-z[:,1])-0.5*z[:,2]
     elif name == "D3":         # the diabetes rows' z (age, sex, bp; rows resampled), linear
         z = diabetes_z()[rng.integers(0, 442, size=n)]
         fx = 0.2*z[:,0]+0.1*z[:,1]+0.4*z[:,2]; fy = 0.2*z[:,0]+0.05*z[:,1]+0.45*z[:,2]
@@ -88,7 +92,7 @@ if __name__ == "__main__":
     S.LINEAR_FREE_RHO = None if free == "none" else float(free)
     for i, (name, n, eps) in enumerate(cells):
         n = int(n); eps = float(eps); t0 = time.time()
-        des = S.choose_design(n, {"L2":2,"L3c":3,"L2skew":2,"L3t":3,"L5c":5,"L2strong":2,"D3":3}[name], 1, 1, eps, model="linear")
+        des = S.choose_design(n, {"L2":2,"L3c":3,"L2skew":2,"L3t":3,"L5c":5,"L2strong":2,"D3":3,"W2":2,"W3":3}[name], 1, 1, eps, model="linear")
         rej, fs = run(name, n, eps, reps, seed0 + 1000*i, beta)
         lo, hi = wilson(rej, reps)
         rows.append(dict(design=name, n=n, epsilon=eps, free=free, auto=os.environ.get("AUTO", "0"), fit_share=des.predicted["fit_share"], gram_share=des.gram_share, checked=des.checked, beta=beta, reps=reps, seed=seed0 + 1000 * i, rejections=rej, rate=round(rej / reps, 4), lo=round(lo, 4), hi=round(hi, 4), failsafe=round(fs / reps, 4)))
