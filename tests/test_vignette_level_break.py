@@ -68,3 +68,22 @@ def test_linear_split_and_diabetes_rows_scripts_run(monkeypatch):
     rows = dr.run([2.0, 10.0], 2, 7)
     assert [r["rate"] for r in rows[:2]] == ["refused", "refused"]
     assert all(0 <= r["rejections"] <= 2 for r in rows[2:]) and len(rows) == 4
+
+
+def test_linear_check_box_study_runs():
+    """Reduced run of ``vignettes/linear_check_box.py`` (a prediction-only study): with
+    the package's box the rule's prediction is the package's own; the [-2, 2] check basis
+    predicts a smaller critical value (the study's claim) at n = 10^4, epsilon 5."""
+    import subprocess
+    import sys
+    script = os.path.join(VIG, "linear_check_box.py")
+    outs = {}
+    for box in ("4", "2"):
+        run = subprocess.run([sys.executable, script, box], capture_output=True, text=True,
+                             check=True, env=dict(os.environ, PRIVCI_STUDY_CELLS="1"))
+        first = run.stdout.splitlines()[0]
+        outs[box] = float(first.split("critical ")[1].split(",")[0])
+    from privci._spline import choose_design
+    own = choose_design(10_000, 2, 1, 1, 5.0, model="linear").predicted["critical"]
+    assert abs(outs["4"] - own) < 0.1
+    assert outs["2"] < 0.5 * outs["4"]
