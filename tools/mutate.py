@@ -174,8 +174,12 @@ MUTANTS = [
     Mutant("linear-margin-dropped", "_spline.py",
            r"if \(linear_margin and model_ == \"linear\"",
            "if (False and model_ == \"linear\"",
-           "rule: the unchecked linear fit's ties broken by the critical value, not by its "
-           "margin from the floor", 1, False, ("tests/test_spline.py",)),
+           "rule: the unchecked linear fit near its edge takes the least critical value, "
+           "not counting the chance that its floor binds", 1, False, ("tests/test_spline.py",)),
+    Mutant("bind-probability-one-half", "_spline.py",
+           r"return 1\.0 - \(1\.0 - one\) \*\* 2", "return one",
+           "rule: the chance that the linear fit's floor binds counted in one half only",
+           1, False, ("tests/test_spline.py",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",

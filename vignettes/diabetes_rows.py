@@ -14,9 +14,11 @@
 #     python vignettes/diabetes_rows.py EPSILONS REPS SEED [demo|fixed] [--out CSV]
 #     python vignettes/diabetes_rows.py 5,6,8,10,16 400 4360000 demo
 #
-# Measured (stop 43, 400 draws, seed 4360000, `demo`): epsilon 4 refused (smallest 4.7);
-# 5: 0.28 / 0.22; 6: 0.53 / 0.46; 8: 0.73 / 0.72 (fail-safe 0.27: the floor check);
-# 10: 0.92 / 0.92; 16: 0.995 / 0.995 (bmi / s3).  `fixed` at 10: 0.62 / 0.38 (stop 42).
+# Measured (stop 43, 400 draws, seed 4360000, `demo`, results/diabetes_rows_demo_s43.csv):
+# epsilon 4 refused (smallest 4.7); 5: 0.28 / 0.22; 6: 0.53 / 0.46; 7: 0.80 / 0.74;
+# 8: 0.91 / 0.86 (fail-safe 0.06; 0.73 / 0.72 and 0.27 before the edge split that counts
+# the chance the floor binds); 10: 0.92 / 0.92; 16: 0.995 / 0.995 (bmi / s3).  `fixed`
+# (stop 42's windows, the stop-42 rule): 8: 0.34 / 0.18; 10: 0.64 / 0.42.
 import os, sys, csv, math, warnings
 for v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(v, "1")

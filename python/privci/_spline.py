@@ -33,8 +33,9 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    more power).  An unchecked stated model takes the largest resolvable fit share (no
    allowance bounds its ridge's shrinkage), except the unchecked linear fit (no ridge)
    at splits keeping every central direction at ``LINEAR_FREE_RHO``; near its edge it
-   breaks near-ties by its margin from the floor (``LINEAR_MARGIN``).  Where no split
-   resolves even I = 4,
+   takes the split that needs the least effect for power 0.8 counting the chance that its
+   floor binds on the reference (``LINEAR_MARGIN``, :func:`_bind_probability`; the test
+   fails safe there).  Where no split resolves even I = 4,
    the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
    says why.  With two or more columns the design is never certified unless the user
    states ``assume_additive=True``: the multilinear blocks fit only multilinear
@@ -222,8 +223,13 @@ CERT_RHO_LINEAR_UNCHECKED = 0.7   # the unchecked linear fit (since stop 41): gu
 LINEAR_FREE_RHO = 0.9     # the unchecked linear fit competes on power at any split that
 #                           keeps every central direction at this share (else: the largest
 #                           resolvable share, as every unchecked fit); None: never
-LINEAR_MARGIN = True      # the unchecked linear fit near its edge: among splits within RES_TOL
-#                           of the least critical value, the one farthest from its floor
+LINEAR_MARGIN = True      # the unchecked linear fit near its edge: the split that needs the
+#                           least effect for power LINEAR_POWER_TARGET, counting the chance
+#                           that its floor binds on the rule's public reference (the test
+#                           then fails safe); stop 42's rule took the split farthest from
+#                           the floor among those within RES_TOL of the least critical value
+LINEAR_POWER_TARGET = 0.8  # that power (the planner's usual target)
+BIND_DRAWS = 2000          # draws of the released Gram's noise for that chance
 CHECK_MAX_D = 4           # the additive fit's interaction check: multilinear, 2 to 4 columns
 
 
@@ -695,6 +701,42 @@ def _reference_release(m, key, sg, sb, cols):
                       noise_map=_gram_pattern(key).astype(np.float64))
 
 
+@lru_cache(maxsize=4096)
+def _bind_probability(n, key, eps_fit, gram_share):
+    """The chance that the unchecked linear fit's floor binds in either half
+    (:func:`floor_binds`), on the rule's public reference: each half's Gram m E[phi phi^T]
+    of z ~ N(0, I) plus the release's Laplace noise (its public scale, on the structural
+    pattern), ``BIND_DRAWS`` draws of a fixed public seed.  No data: part of the rule."""
+    m = max(n // 2, 1)
+    G = m * _reference(key)
+    sg = gram_sensitivity(_n_blocks_key(key)) / (gram_share * eps_fit)
+    lam = _test_floor(key, sg * math.sqrt(_pattern_rows(key)))
+    iu = np.triu_indices(G.shape[0])
+    tri = _gram_pattern(key)[iu]
+    rng = np.random.default_rng(20261128)
+    up = np.zeros((BIND_DRAWS, iu[0].size))
+    up[:, tri] = rng.laplace(0.0, sg, (BIND_DRAWS, int(tri.sum())))
+    N = np.zeros((BIND_DRAWS,) + G.shape)
+    N[:, iu[0], iu[1]] = up
+    N = N + np.triu(N, 1).transpose(0, 2, 1)          # symmetric, as the release
+    M = G[None] + N + lam * _penalty(key)[None]
+    one = float(np.mean(np.linalg.eigvalsh(M)[:, 0] < lam))
+    return 1.0 - (1.0 - one) ** 2
+
+
+def _needed_mean(cand, samp, bind, target):
+    """The mean of S a candidate needs for power ``target`` when its test fails safe with
+    probability ``bind``: the critical value plus the normal quantile of the power it must
+    have when it does not, times S's predicted sd; infinite where that power exceeds
+    0.995."""
+    from scipy.special import ndtri
+    need = target / max(1.0 - bind, 1e-12)
+    if need > 0.995:
+        return math.inf
+    crit, tv, fv = cand[0], cand[7], cand[8]
+    return crit + float(ndtri(need)) * math.sqrt(samp + tv + fv)
+
+
 def _predicted_as_tested(n, key, p, q, eps, fit_share, gram_share=GRAM_SHARE):
     """The fits' predicted noise terms computed as :func:`spline_test` computes them (its
     shift V and the allowance's noise second moments, :func:`_shift_and_allowance`'s
@@ -806,13 +848,13 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
                           tuple(GRAM_SHARES), tuple(INTERVAL_CHOICES), float(CERT_RHO),
                           float(RES_TOL), float(RICH_FLOOR), float(UCB_Z),
                           None if LINEAR_FREE_RHO is None else float(LINEAR_FREE_RHO),
-                          bool(LINEAR_MARGIN))
+                          bool(LINEAR_MARGIN), float(LINEAR_POWER_TARGET))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                    interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0,
-                   linear_free_rho=None, linear_margin=False):
+                   linear_free_rho=None, linear_margin=False, power_target=0.8):
     # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
@@ -879,13 +921,24 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                 and _least_kept(n, best[6], best[2] * epsilon, best[3])
                 < (linear_free_rho or 1.0)):
             # the unchecked linear fit near its edge (its least central share under
-            # LINEAR_FREE_RHO): the tie-break is the margin from its floor, since a floor
-            # that binds on the data makes the test fail safe, which the predicted critical
-            # value does not see (stop 42: the diabetes rows at epsilon 8 failed safe in
-            # 0.5 of runs at the Gram share 0.45, whose critical value was 0.3% under
-            # 0.6's; away from the edge the tie-break cost power: 0.82 -> 0.69)
+            # LINEAR_FREE_RHO): a floor that binds on the data makes the test fail safe,
+            # which the predicted critical value does not see.  Stop 42: among the splits
+            # within RES_TOL of the least critical value, the one farthest from its floor
+            # (the diabetes rows at epsilon 8 failed safe in 0.50 -> 0.18 of runs; away
+            # from the edge that tie-break cost power: 0.82 -> 0.69 at n = 10^4, epsilon 2)
             best = max(near, key=lambda c: (_least_kept(n, c[6], c[2] * epsilon, c[3]),
                                             -c[0]))
+            if _bind_probability(n, best[6], best[2] * epsilon, best[3]) > 1.0 - power_target:
+                # stop 43: where even that split's floor binds on the rule's reference so
+                # often that the test cannot reach power LINEAR_POWER_TARGET, the split that
+                # needs the least effect for it with that chance counted
+                # (:func:`_needed_mean`; the demo's diabetes rows, the rule's epsilon 7.2:
+                # Gram share 0.6 failed safe in 0.27 of runs and rejected 0.73, 0.8 in 0.06
+                # and 0.90)
+                best = min(cands, key=lambda c: (
+                    _needed_mean(c, samp, _bind_probability(n, c[6], c[2] * epsilon, c[3]),
+                                 power_target),
+                    c[0], -c[3]))
     else:
         key = (d, model_, choices[0], model_ == "full")
         best = min((c for f in fit_shares for g in gram_shares for c in options(key, f, g)),
