@@ -420,21 +420,29 @@ def test_privacy_cell_names_the_fail_safe_reason():
     assert "fail-safe" not in ok
 
 
+def _demo_rejections(name, epsilon, draws, seed0):
+    """How often the demo's call (``cli.DIABETES_CALL``) on diabetes row ``name`` rejects
+    at 0.05 in ``draws`` seeded noise draws at ``epsilon``."""
+    pytest.importorskip("sklearn")
+    col, prog, z = cli.diabetes_columns()
+    rej = 0
+    for r in range(draws):
+        res = privci.privgcm(col[name], prog, z, epsilon=epsilon,
+                             rng=np.random.default_rng(seed0 + r), **cli.DIABETES_CALL)
+        rej += res.pvalue <= 0.05
+    return rej
+
+
 def test_demo_diabetes_rows_have_power_at_epsilon_10():
     """Issue 35: the demo's diabetes rows answer, and find both dependences.  The demo's
     own call (``cli.DIABETES_CALL``: released windows around public centres 0, the linear
     model) at epsilon 10 rejects in at least 80 of 100 noise draws for bmi and for s3
     (measured 0.92 of 400 for each, stop 43; with stop 42's fixed 4- and 3-sd windows 0.64
-    and 0.42 of 400, 68 and 41 of these 100 draws, which fail this).  Error rate tolerated: at a power of 0.92 fewer than 80 of
-    100 has probability about 10^-4; the draws are seeded."""
-    pytest.importorskip("sklearn")
-    col, prog, z = cli.diabetes_columns()
+    and 0.42 of 400, 68 and 41 of these 100 draws, which fail this).  Error rate
+    tolerated: at a power of 0.92 fewer than 80 of 100 has probability about 10^-4; the
+    draws are seeded."""
     for name in ("bmi", "s3"):
-        rej = 0
-        for r in range(100):
-            res = privci.privgcm(col[name], prog, z, epsilon=10.0,
-                                 rng=np.random.default_rng(350_000 + r), **cli.DIABETES_CALL)
-            rej += res.pvalue <= 0.05
+        rej = _demo_rejections(name, 10.0, 100, 350_000)
         assert rej >= 80, (name, rej)
 
 
@@ -445,12 +453,6 @@ def test_demo_diabetes_rows_reach_0_8_at_epsilon_8():
     that the floor binds); before it, 0.73 and 0.72, which pass this with probability
     about 0.03 each.  Error rate tolerated: at 0.86, fewer than 156 of 200 has probability
     about 10^-3; the draws are seeded."""
-    pytest.importorskip("sklearn")
-    col, prog, z = cli.diabetes_columns()
     for name in ("bmi", "s3"):
-        rej = 0
-        for r in range(200):
-            res = privci.privgcm(col[name], prog, z, epsilon=8.0,
-                                 rng=np.random.default_rng(351_000 + r), **cli.DIABETES_CALL)
-            rej += res.pvalue <= 0.05
+        rej = _demo_rejections(name, 8.0, 200, 351_000)
         assert rej >= 156, (name, rej)

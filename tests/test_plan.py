@@ -257,6 +257,13 @@ def test_spline_plan_bad_inputs(kw, exc, match):
         _plan(**{**dict(n=1000, epsilon=1.0, effect=0.2), **kw})
 
 
+#: the planner's facts of two linear columns (effect 0.1, 4-sd windows, assume="linear"):
+#: the design of ``_two_linear_columns``
+LINEAR2 = dict(effect=0.0991, effect_sd=1.003, x_bound=5.99, y_bound=6.01,
+               regression="spline", z_columns=2, assume="linear", auto="none",
+               ranges=(0.5, 0.5))
+
+
 def test_spline_plan_solves_below_the_stated_models_check():
     """Power is not monotone where the rule starts to check a stated model (the check's
     noise): two linear columns (effect 0.1, 4-sd windows) have predicted power 0.88 at
@@ -267,9 +274,7 @@ def test_spline_plan_solves_below_the_stated_models_check():
     took all n rows into the test, not the 0.91 inside the linear fit's box); stop 43
     solves 1.97 and 4802, measured 0.84 / 0.82 and 0.80 / 0.84 (two seeds of 400 data
     sets; :func:`test_spline_plan_solved_n_reaches_its_target_when_run`)."""
-    kw = dict(effect=0.0991, effect_sd=1.003, x_bound=5.99, y_bound=6.01,
-              regression="spline", z_columns=2, assume="linear", auto="none",
-              ranges=(0.5, 0.5))
+    kw = LINEAR2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pe = privci.plan("privgcm", n=10_000, power=0.8, **kw)
@@ -304,9 +309,7 @@ def test_spline_plan_solved_n_reaches_its_target_when_run():
     there 0.675, 0.695 and 0.75: at a true power of 0.72 this passes with probability
     about 0.003.  Error rate tolerated: at a true power of 0.81 the chance of fewer than
     612 of 800 is about 0.001 (binomial, normal approximation); the run is seeded."""
-    kw = dict(effect=0.0991, effect_sd=1.003, x_bound=5.99, y_bound=6.01,
-              regression="spline", z_columns=2, assume="linear", auto="none",
-              ranges=(0.5, 0.5))
+    kw = LINEAR2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pn = privci.plan("privgcm", epsilon=5.0, power=0.8, **kw)

@@ -341,20 +341,13 @@ def _first_eps(ok, lo, hi):
     return hi
 
 
-def _inside_share(design):
-    """The share of rows of the rule's public reference z ~ N(0, I) inside the design's box
-    [-box, box]^d (the rows the fit and the test use)."""
-    from ._spline import _box
-    return math.erf(_box(design.key) / math.sqrt(2.0)) ** int(design.d)
-
-
 def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n_blocks):
     """(power, noncentrality, design) of the released spline regression's test.
 
     privgcm's steps, emulated (:func:`_emulated_fits`, ``SPLINE_DRAWS`` releases of the fit
     with common random numbers): per emulated fit, the residual scales s = 1 / c of the
     released fit (so the products' mean is n' rho s_x s_y and their sampling variance
-    n' sigma^2 (s_x s_y)^2, n' the rows inside the fit's box, :func:`_inside_share`), its
+    n' sigma^2 (s_x s_y)^2, n' the rows inside the fit's box, ``Design.inside_share``), its
     shift V and allowance B^2 (in the products' units), and the fit check (the fail-safe
     p = 1 where the allowance's estimate exceeds ``CERTIFY_SHARE`` of the block and shift
     variance, or where the unchecked linear fit's floor binds).  k = 1: S ~ N(mu, samp + V) plus
@@ -381,7 +374,7 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
     # [-4, 4]^d all but 10^-4): the products' sums run over the rows inside it, here the
     # share of the rule's public reference z ~ N(0, I) (before stop 43 the planner took
     # all n rows: 0.80 predicted against 0.68 measured, two linear columns at n = 4394)
-    n_in = n * _inside_share(des)
+    n_in = n * des.inside_share
     em = _emulated_fits(int(n), des, (float(ranges[0]), float(ranges[1])),
                         (round(tau, 6), round(tau, 6)), SPLINE_DRAWS)
     unit = (em[:, 0] * em[:, 1]) ** 2
