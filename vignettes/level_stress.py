@@ -262,10 +262,26 @@ def _m_linear2(n, rng, beta):
     return z, z[:, 0] + 0.5 * z[:, 1], -0.5 * z[:, 0] + z[:, 1], None
 
 
+# Built to break the checked linear fit's polynomial check (stop 44): a nonlinearity of
+# one column shared by x and y, even (seen by the degree-2 check) and odd (seen only by
+# degree 3, which the rule takes at larger n epsilon).
+def _m_square2(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = (z[:, 0] ** 2 - 1) / 2
+    return z, f + z[:, 1], f - 0.5 * z[:, 1], None
+
+
+def _m_odd2(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = np.tanh(2 * z[:, 0])
+    return z, f + 0.5 * z[:, 1], f - z[:, 1], None
+
+
 MULTI = {
     "product2": product(2), "b_sincos": _b_sincos, "m_threshold": _m_threshold,
     "m_corr_additive": _m_corr_additive, "additive3": additive(3), "product3": product(3),
     "m_linear2": _m_linear2, "m_linear3": _m_linear3, "raw_units": raw_units,
+    "m_square2": _m_square2, "m_odd2": _m_odd2,
 }
 
 
