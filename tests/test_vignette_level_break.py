@@ -109,8 +109,8 @@ def test_stop44_false_linear_designs_draw_nulls():
         assert np.corrcoef(rx, ry)[0, 1] > 0.05     # a linear fit leaves dependence
 
 
-@pytest.mark.xfail(strict=True, reason="stop 44: the checked linear fit misses the z1 z2^2 "
-                   "part of sin z1 cos z2 (0.260 [0.204, 0.325] of 200 at n = 10^4, "
+@pytest.mark.xfail(strict=True, reason="stop 44: the checked linear fit does not hold the "
+                   "sin z1 cos z2 null (0.260 [0.204, 0.325] of 200 at n = 10^4, "
                    "epsilon 10); a known level failure, not fixed")
 def test_checked_linear_fit_holds_sin_cos_null_at_epsilon_10(tmp_path):
     """Under assume='linear', the false model sin z1 cos z2 (a null) at n = 10^4,

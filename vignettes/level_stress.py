@@ -262,9 +262,9 @@ def _m_linear2(n, rng, beta):
     return z, z[:, 0] + 0.5 * z[:, 1], -0.5 * z[:, 0] + z[:, 1], None
 
 
-# Built to break the checked linear fit's polynomial check (stop 44): a nonlinearity of
-# one column shared by x and y, even (seen by the degree-2 check) and odd (seen only by
-# degree 3, which the rule takes at larger n epsilon).
+# Built to break a stated linear model's check (stop 44): a nonlinearity of one column
+# shared by x and y, even ((z1^2 - 1) / 2) and odd (tanh(2 z1)).  Measured under
+# assume="linear" in vignettes/README.md (stop 44).
 def _m_square2(n, rng, beta):
     z = rng.normal(size=(n, 2))
     f = (z[:, 0] ** 2 - 1) / 2
