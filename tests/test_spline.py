@@ -25,8 +25,8 @@ def _upper(phi):
 
 
 def _design(d, intervals=4, eps=2.0, model=None):
-    """One column: splines; two: their tensor product; more: additive with the multilinear
-    check block (2 to 4 columns)."""
+    """One column: splines; two: their tensor product; more: additive with the check block
+    (2 to 4 columns)."""
     if model is None:
         model = "full" if d <= 2 else "additive"
     return S.Design(d=d, intervals=intervals, model=model, eps_fit=0.6 * eps,
@@ -53,13 +53,45 @@ def test_basis_blocks_sum_to_at_most_one_exactly(d, intervals):
     else:
         edges = [0, per] + [per + j * (per - 1) for j in range(1, d)]
         if 2 <= d <= 4:
-            edges += [edges[-1] + 2 ** d]        # the multilinear check block
+            # the check block: quadratic products for 2 and 3 columns (stop 45),
+            # multilinear for 4
+            edges += [edges[-1] + (3 ** d if d <= 3 else 2 ** d)]
     assert tuple(edges) == S._block_starts(des.key)
     assert edges[-1] == des.n_features() and len(edges) - 1 == des.n_blocks
     for a, b in zip(edges[:-1], edges[1:]):
         assert (q[:, a:b].sum(axis=1) <= 1 << S.SCALE_BITS).all()
     # the first block is a full partition: its sum is within 2^-12 of 1
     assert (q[:, :edges[1]].sum(axis=1) >= (1 << S.SCALE_BITS) - 32).all()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_quadratic_check_block_is_a_partition_holding_quadratic_products(d):
+    """The checked linear fit's interaction block (stop 45): 3^d quadratic Bernstein
+    products, non-negative integers with sum at most 2^16 (exactly, in integers) and at
+    least 2^16 - 3^d (the quantisation's floor), at knots, the box's edges and extreme
+    inputs; and its span holds s_1 s_2^2 (the part of sin z1 cos z2 the multilinear
+    block missed) and s_1^2 s_2^2 exactly on the box, which the multilinear block's
+    does not."""
+    des = S.Design(d=d, intervals=S.LINEAR_CHECK, model="linear", eps_fit=1.0,
+                   eps_test=1.0, checked=True)
+    st = S._block_starts(des.key)
+    assert S._blocks(des.key)[-1] == ("mquad", d, S.INTERACTION_BOX)
+    assert st[-1] - st[-2] == 3 ** d
+    rng = np.random.default_rng(40 + d)
+    t = rng.normal(scale=2.0, size=(500, d))
+    t[:len(EXTREMES), 0] = EXTREMES
+    t[-4:, :] = [[1.5] * d, [-1.5] * d, [1.5 + 1e-12] * d, [0.0] * d]
+    q = des.features_int(t)[:, st[-2]:]
+    assert (q >= 0).all() and (q.sum(axis=1) <= 1 << S.SCALE_BITS).all()
+    assert (q.sum(axis=1) >= (1 << S.SCALE_BITS) - 3 ** d).all()
+    u = rng.uniform(-1.5, 1.5, size=(400, d))
+    s_ = u / 1.5
+    phi = S._multiquadratic(u, S.INTERACTION_BOX)
+    mlin = S._multilinear(u, S.INTERACTION_BOX)
+    for target in (s_[:, 0] * s_[:, 1] ** 2, (s_[:, 0] * s_[:, 1]) ** 2):
+        res_q = np.linalg.lstsq(phi, target, rcond=None)[1]
+        res_l = np.linalg.lstsq(mlin, target, rcond=None)[1]
+        assert float(res_q.sum()) < 1e-20 and float(res_l.sum()) > 1.0
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
@@ -107,12 +139,20 @@ def test_unreleased_gram_entries_are_zero_for_every_row(key):
         assert not pat.all()                     # and the pattern has zeros to save
 
 
-@pytest.mark.parametrize("d, model", [(1, None), (2, None), (4, None), (3, "linear")])
+@pytest.mark.parametrize("d, model", [(1, None), (2, None), (4, None), (3, "linear"),
+                                      (2, "linear-checked"), (3, "linear-checked")])
 def test_gram_and_cross_sensitivities_hold_on_adversarial_neighbours(d, model):
     """Replacing one row moves the exact sums by at most s^2 + s (Gram, upper triangle) and
-    2 s per column (cross-products); pairs built to reach the bound get within 10% of it."""
-    des = (_design(d, 8) if model is None else
-           S.Design(d=d, intervals=1, model=model, eps_fit=1.0, eps_test=1.0, checked=False))
+    2 s per column (cross-products); pairs built to reach the bound get within 10% of it
+    (the checked linear fit: its quadratic interaction block counted as one block)."""
+    if model == "linear-checked":
+        des = S.Design(d=d, intervals=S.LINEAR_CHECK, model="linear", eps_fit=1.0,
+                       eps_test=1.0, checked=True)
+        assert des.n_blocks == d + 1 and S._blocks(des.key)[-1][0] == "mquad"
+    else:
+        des = (_design(d, 8) if model is None else
+               S.Design(d=d, intervals=1, model=model, eps_fit=1.0, eps_test=1.0,
+                        checked=False))
     s = des.n_blocks
     rng = np.random.default_rng(10 + d)
     base = rng.normal(size=(60, d))
@@ -456,13 +496,17 @@ def test_shift_and_allowance_equal_their_direct_form(monkeypatch):
 
 
 @pytest.mark.parametrize("d, model", [(1, "full"), (3, "additive"), (2, "full"),
-                                      (3, "linear")])
+                                      (3, "linear"), (2, "linear-checked")])
 def test_residual_scales_bound_every_prediction(d, model):
     """c = 1 / residual_scales bounds |u - prediction| for every u in [-1, 1] and every z
     (the residuals need no clip): checked on a dense grid of each column and on random
     points, for random, large, one-signed and zero coefficients, for every kind of block
     (splines, the tensor product, the check block, the signed linear block)."""
-    des = S.choose_design(100_000, d, 1, 1, 50.0, model=model)
+    if model == "linear-checked":
+        des = S.choose_design(100_000, d, 1, 1, 50.0, model="linear")
+        assert des.checked and S._blocks(des.key)[-1][0] == "mquad"
+    else:
+        des = S.choose_design(100_000, d, 1, 1, 50.0, model=model)
     if model == "linear":
         des = S.Design(d=d, intervals=1, model="linear", eps_fit=1.0, eps_test=1.0,
                        checked=False)
@@ -911,7 +955,7 @@ def test_a_non_multilinear_interaction_null_keeps_its_level(tensor_fit):
 def test_a_false_stated_model_is_caught_where_it_is_checked():
     """A product null (E[X | Z] = z1 z2, the same in Y) at n = 10^4 under assume='linear'
     (epsilon 5) and 'additive' (epsilon 100; at 5 its interaction check is not resolvable,
-    the result says the assumption was not checked): the check block (multilinear) sees
+    the result says the assumption was not checked): the check block (quadratic products) sees
     the interaction, so the fail-safe holds the p-value at 1 (rejected in 100 of 100 data
     sets when the assumption was not checked); a FailSafeWarning says so.  Five data sets:
     every one must be held (a check that missed would reject them all)."""

@@ -180,6 +180,35 @@ MUTANTS = [
            r"return 1\.0 - \(1\.0 - one\) \*\* 2", "return one",
            "rule: the chance that the linear fit's floor binds counted in one half only",
            1, False, ("tests/test_spline.py",)),
+    # --- stop 45: the checked linear fit's quadratic interaction block ------------------
+    Mutant("quad-block-beyond-partition", "_spline.py",
+           r"blocks\.append\(_quantise_block\(_multiquadratic\(t, res\)\)\)",
+           "blocks.append(np.trunc(1.5 * _multiquadratic(t, res) * _ONE).astype(np.int64))",
+           "the quadratic interaction block's features unquantised and 1.5 times too large "
+           "(their sum beyond 1: the Gram's sensitivity understated)", 1, False,
+           ("tests/test_spline.py", "tests/test_neighbours.py::"
+            "test_checked_linear_fit_quadratic_block_neighbours")),
+    Mutant("quad-block-span", "_spline.py",
+           r"parts = \(\(1\.0 - u\) \*\* 2, 2\.0 \* u \* \(1\.0 - u\), u \*\* 2\)",
+           "parts = ((1.0 - u) ** 2, 2.0 * u * (1.0 - u) * (1.0 - u), u ** 2)",
+           "the quadratic interaction block's middle function changed (no longer the "
+           "quadratic Bernstein basis: z1 z2^2 outside its span)", 1, False,
+           ("tests/test_spline.py::"
+            "test_quadratic_check_block_is_a_partition_holding_quadratic_products",)),
+    Mutant("quad-check-off", "_spline.py",
+           r"^QUAD_CHECK_MAX_D = 3 ", "QUAD_CHECK_MAX_D = None ",
+           "the stated models checked by the multilinear block (stop 44's check, blind to "
+           "sin z1 cos z2)", 1, False,
+           ("tests/test_vignette_level_break.py::"
+            "test_checked_linear_fit_holds_sin_cos_null_at_epsilon_10",
+            "tests/test_vignette_level_break.py::"
+            "test_checked_additive_fit_holds_sin_cos_null_at_epsilon_10")),
+    Mutant("quad-check-linear-only", "_spline.py",
+           r'^QUAD_CHECK_MODELS = \("linear", "additive"\)', 'QUAD_CHECK_MODELS = ("linear",)',
+           "the additive model checked by the multilinear block (blind to sin z1 cos z2: "
+           "0.995 of 200 nulls rejected at n = 10^4, epsilon 10)", 1, False,
+           ("tests/test_vignette_level_break.py::"
+            "test_checked_additive_fit_holds_sin_cos_null_at_epsilon_10",)),
     # --- the release (issue 24); their note: tests/test_release_resolution.py ---------
     Mutant("release-sens-understated", "release.py",
            r"return float\(v \* v \+ v\)", "return float(v * v)",

@@ -191,6 +191,19 @@ def _quantise_block(v):
     return q
 
 
+def _multiquadratic(t, box):
+    """The tensor product of the quadratic Bernstein polynomials of u_j = (s_j + 1) / 2,
+    s_j = clip(t_j / box, -1, 1): 3^d features, each >= 0, summing to 1 (a partition of
+    unity, as the multilinear hats, whose span it contains)."""
+    s = np.clip(t / box, -1.0, 1.0)
+    out = np.ones((t.shape[0], 1))
+    for j in range(t.shape[1]):
+        u = (1.0 + s[:, j]) / 2.0
+        parts = ((1.0 - u) ** 2, 2.0 * u * (1.0 - u), u ** 2)
+        out = np.concatenate([out * b[:, None] for b in parts], axis=1)
+    return out
+
+
 def _multilinear(t, box):
     s = np.clip(t / box, -1.0, 1.0)
     out = np.ones((t.shape[0], 1))
@@ -230,7 +243,18 @@ LINEAR_MARGIN = True      # the unchecked linear fit near its edge: the split th
 #                           the floor among those within RES_TOL of the least critical value
 LINEAR_POWER_TARGET = 0.8  # that power (the planner's usual target)
 BIND_DRAWS = 2000          # draws of the released Gram's noise for that chance
-CHECK_MAX_D = 4           # the additive fit's interaction check: multilinear, 2 to 4 columns
+CHECK_MAX_D = 4           # the stated models' interaction check: 2 to 4 columns
+QUAD_CHECK_MAX_D = 3      # the stated models' check block: the quadratic tensor ("mquad":
+#                           3^d Bernstein products, which holds z1 z2^2, z1^2 z2, z1^2 z2^2)
+#                           for 2 to this many columns, else multilinear; None: multilinear
+#                           always (the multilinear check missed sin z1 cos z2: under
+#                           "linear" 0.215 of 200 nulls at n = 10^4, epsilon 10, under
+#                           "additive" 0.995-1.000 at epsilon 10-100; with it 0.000-0.015,
+#                           stop 45)
+QUAD_CHECK_MODELS = ("linear", "additive")   # the stated models checked by that block
+QUAD_RULE_ALL = False     # the rule asks the quadratic block's 2^d - 1 - d largest interaction
+#                           contrasts (as many as the multilinear block has) to be resolved;
+#                           True: all 3^d - 1 - 2d of them
 
 
 @dataclass(frozen=True)
@@ -239,9 +263,10 @@ class Design:
 
     ``model``: ``"full"`` (one column: cubic splines; two columns: their tensor product,
     which resolves interactions), ``"additive"`` (cubic splines per column; the rich fit
-    adds a multilinear interaction block, the check of the assumption, where ``checked``)
-    or ``"linear"`` (a linear function of each column; the rich fit is a cubic polynomial
-    per column, the check, where ``checked``).  ``intervals`` per column in the test basis
+    adds an interaction block, the check of the assumption, where ``checked``: quadratic
+    products for 2 and 3 columns, multilinear for 4) or ``"linear"`` (a linear function of
+    each column; the rich fit is a cubic polynomial per column and the same interaction
+    block, the check, where ``checked``).  ``intervals`` per column in the test basis
     (the rich basis has twice as many; for ``"linear"`` it is the rich basis' own), the
     epsilon split and the block count.
     """
@@ -270,7 +295,7 @@ class Design:
     @property
     def interactions(self):
         """Whether the rich basis holds interactions of columns (tensor or check block)."""
-        return any(b[0] in ("tensor", "mlin") for b in _blocks(self.key))
+        return any(b[0] in ("tensor", "mlin", "mquad") for b in _blocks(self.key))
 
     @property
     def rich_intervals(self):
@@ -343,12 +368,21 @@ def _rich_res(key):
     return intervals if model == "linear" else 2 * intervals
 
 
+def _quad_check(d, model="linear"):
+    """Whether the checked fit of ``d`` columns under ``model`` checks with the quadratic
+    block."""
+    return (model in QUAD_CHECK_MODELS and QUAD_CHECK_MAX_D is not None
+            and 2 <= d <= QUAD_CHECK_MAX_D)
+
+
 @lru_cache(maxsize=128)
 def _blocks(key):
     """The rich basis' blocks: ("add", j, res) a cubic B-spline block of column j (the first
     function of every additive block but the first is dropped: the blocks share the
     constant), ("tensor", (0, 1), res) the tensor product of two columns' B-splines, or
-    ("mlin", d, box) the multilinear hats on [-box, box]^d, each block's features >= 0
+    ("mlin", d, box) the multilinear hats on [-box, box]^d, ("mquad", d, box) the products
+    of quadratic Bernstein polynomials on it (the checked linear fit's check, 2 to
+    QUAD_CHECK_MAX_D columns), each block's features >= 0
     with sum at most 1; or ("lin", d, T) the signed features (1, s_1, ..., s_d),
     s_j = clip(t_j / T, -1, 1) of the unchecked linear fit, of L1 norm at most 1 + d (it
     counts as 1 + d blocks in the sensitivities)."""
@@ -362,7 +396,8 @@ def _blocks(key):
         return (("lin", d, LINEAR_RANGE),)
     out = tuple(("add", j, res) for j in range(d))
     if model in ("additive", "linear") and checked and 2 <= d <= CHECK_MAX_D:
-        out += (("mlin", d, INTERACTION_BOX),)
+        quad = _quad_check(d, model)
+        out += (("mquad" if quad else "mlin", d, INTERACTION_BOX),)
     return out
 
 
@@ -385,6 +420,8 @@ def _block_starts(key):
             size = cols + 1
         elif kind == "tensor":
             size = _n_per(res) ** 2
+        elif kind == "mquad":
+            size = 3 ** cols
         else:
             size = 2 ** cols
         starts.append(starts[-1] + size)
@@ -417,6 +454,8 @@ def _features_int(key, t):
             # the kernels' tensor features: (q_a q_b) >> F, a major (sum <= 2^F)
             blocks.append(((q0[:, :, None] * q1[:, None, :]) >> SCALE_BITS).reshape(
                 t.shape[0], -1))
+        elif kind == "mquad":
+            blocks.append(_quantise_block(_multiquadratic(t, res)))
         else:
             blocks.append(_quantise_block(_multilinear(t, res)))
     return np.concatenate(blocks, axis=1)
@@ -453,7 +492,7 @@ def _feature_supports(key):
                     lo.append(a)
                     hi.append(b)
         else:
-            for _ in range(2 ** cols):
+            for _ in range((3 if kind == "mquad" else 2) ** cols):
                 lo.append(np.full(d, -np.inf))
                 hi.append(np.full(d, np.inf))
     return np.array(lo), np.array(hi)
@@ -616,15 +655,19 @@ def _check_contrasts(key):
     of the multilinear block that no additive function represents (its features, regressed
     on the additive blocks' under z ~ N(0, I): the largest 2^d - 1 - d eigenvalues of that
     residual Gram matrix, one per product of two or more columns).  The raw
-    features' quotients overstate what the check can see (they are mostly additive)."""
+    features' quotients overstate what the check can see (they are mostly additive).
+    The quadratic block (3^d - 1 - 2d such contrasts): its 2^d - 1 - d largest, as many as
+    the multilinear block has (``QUAD_RULE_ALL``: all of them), so the rule checks where
+    it did; the smaller ones (z1^2 z2^2 and the like) may be shrunk by the floor, which
+    can only make the check see less of them, and the level was measured (stop 45)."""
     blocks, st = _blocks(key), _block_starts(key)
-    if not any(b[0] == "mlin" for b in blocks):
+    if not any(b[0] in ("mlin", "mquad") for b in blocks):
         return np.zeros(0)
     E = _reference(key)
     add = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
                           if k == "add"])
     chk = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
-                          if k == "mlin"])
+                          if k in ("mlin", "mquad")])
     Emm = E[np.ix_(add, add)]
     Ecm = E[np.ix_(chk, add)]
     W = E[np.ix_(chk, chk)] - Ecm @ np.linalg.pinv(Emm, rcond=1e-10) @ Ecm.T
@@ -632,6 +675,8 @@ def _check_contrasts(key):
     # the block's 2^d - 1 - d pure interactions (products of two or more columns); the
     # rest are additive up to the hats' kinks, which no interaction term is
     d = key[0]
+    if any(b[0] == "mquad" for b in blocks) and QUAD_RULE_ALL:
+        return np.sort(w)[::-1][:3 ** d - 1 - 2 * d]    # products of two or more columns
     return np.sort(w)[::-1][:2 ** d - 1 - d]
 
 
@@ -1129,7 +1174,7 @@ def _kernel_spec(key):
     have (the multilinear check block)."""
     from ._basis_kernels import make_basis
     blocks = _blocks(key)
-    if any(b[0] in ("mlin", "lin") for b in blocks):
+    if any(b[0] in ("mlin", "mquad", "lin") for b in blocks):
         return None
     res = _rich_res(key)
     kv = np.asarray(_knots(res), dtype=np.float64)
@@ -1954,19 +1999,27 @@ def model_text(design):
     """What the released regression fits (public words, for the record and the caveats)."""
     d, r, i = design.d, design.rich_intervals, design.intervals
     if design.model == "linear":
-        inter = (" and a multilinear interaction block" if 2 <= d <= CHECK_MAX_D else "")
+        inter = (f" and a {_check_words(design)[0]} interaction block"
+                 if 2 <= d <= CHECK_MAX_D else "")
         chk = (f"; the rich fit (cubic splines in each column, {r} intervals{inter}) "
                "checks it" if design.checked else "; not checked")
         return f"a linear function of each of the {d} column(s) of z{chk}"
     if design.model == "additive" and d > 1:
-        chk = ("; the rich fit adds a multilinear interaction block, the check" if
-               design.checked else "; interactions not checked")
+        chk = (f"; the rich fit adds a {_check_words(design)[0]} interaction block, the check"
+               if design.checked else "; interactions not checked")
         return (f"cubic splines additive in the {d} columns of z, {i} intervals per column "
                 f"(the rich fit {r}){chk}")
     if d == 2:
         return (f"the tensor product of the two columns' cubic splines (their interactions "
                 f"included), {i} intervals per column (the rich fit {r})")
     return f"cubic splines in z, {i} intervals (the rich fit {r})"
+
+
+def _check_words(design):
+    """The check block's name and what it cannot see (public words)."""
+    if _quad_check(design.d, design.model):
+        return "quadratic", "beyond a quadratic in each column on [-1.5, 1.5]"
+    return "multilinear", "that are not multilinear"
 
 
 def additive_caveat(design):
@@ -1984,8 +2037,8 @@ def additive_caveat(design):
         what += ("the nested cubic fit's estimated bias is in the variance, and the test "
                  "refuses (p = 1, fail-safe) where it finds the assumption false; what it "
                  "cannot see (structure finer than the rich fit's knots"
-                 + (", interactions that are not multilinear" if 2 <= design.d <= CHECK_MAX_D
-                    else ", any interaction of the columns (not checked beyond "
+                 + (", interactions " + _check_words(design)[1]
+                    if 2 <= design.d <= CHECK_MAX_D else ", any interaction of the columns (not checked beyond "
                     f"{CHECK_MAX_D} columns)" if design.d > 1 else "")
                  + ") is not covered." if design.checked else
                  "at this n and epsilon the assumption could not be checked, so the level "
@@ -1994,9 +2047,10 @@ def additive_caveat(design):
     if design.model == "additive" and design.d > 1:
         what = ("assume='additive': the user stated that E[X | Z] and E[Y | Z] are additive "
                 "in the columns of z; ")
-        what += ("the nested fit's multilinear interaction block checks it (estimated bias "
+        kind, blind = _check_words(design)
+        what += (f"the nested fit's {kind} interaction block checks it (estimated bias "
                  "in the variance; p = 1, fail-safe, where it finds interactions); "
-                 "interactions that are not multilinear are not covered." if design.checked
+                 f"interactions {blind} are not covered." if design.checked
                  else "interactions of the columns could not be checked at this n and "
                  "epsilon (or with more than 4 columns), so the level rests on the "
                  "assumption.")

@@ -529,8 +529,8 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         the KRR-only options (``ridge_lambda``, ``kernel_sigma``,
         ``cv_lambdas``, ``kernel_approximation``, ``n_features``,
         ``feature_rng``, ``sensitivity``) are refused with it, and
-        ``n_blocks=None`` too.  It is additive in the columns of z, with
-        multilinear interactions for 2 to 4 columns; its level rests on what
+        ``n_blocks=None`` too.  With several columns of z it fits a stated
+        model (``assume``), checked by interaction terms for 2 to 4 columns; its level rests on what
         the nested fits can represent (measured level, including the cells
         that fail, in ``vignettes/README.md``, "Level stress grid").
         ``"krr"``: kernel ridge regression, the paper's mechanism.
@@ -547,15 +547,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         privgcm refuses, naming the models that resolve (a two-column tensor
         fit is implemented but off: it failed its level run, see the
         documentation's "Released regression" page).  ``"additive"``: cubic
-        splines per column, no interaction fitted; its check (a multilinear
-        interaction block in the nested fit, 2 to 4 columns) runs where n
-        and epsilon resolve it, and the fail-safe holds p = 1 where it finds
-        interactions; interactions that are not multilinear (such as
-        sin(z1) cos(z2)) are not seen: use it where the design rules
-        interactions out.  ``"linear"``: a
+        splines per column, no interaction fitted; its check (an interaction
+        block in the nested fit: products of quadratics in each column for 2
+        and 3 columns, which sees sin(z1) cos(z2); multilinear for 4) runs
+        where n and epsilon resolve it, and the fail-safe holds p = 1 where
+        it finds interactions; interactions beyond what the block holds are
+        not seen: use it where the design makes the model plausible.
+        ``"linear"``: a
         linear function of each column (few coefficients: small samples);
-        its check (splines with 4 intervals per column and the interaction
-        block) runs where n and epsilon resolve it; unchecked, the fit uses
+        its check (splines with 4 intervals per column and the same
+        interaction block) runs where n and epsilon resolve it; unchecked, the fit uses
         the rows with every column of (z - z_center) / z_scale in [-2, 2].
         The model and whether it was checked are in ``res.fit_check`` and the
         caveats; where unchecked, the level rests on the assumption.
