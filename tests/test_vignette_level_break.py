@@ -132,3 +132,32 @@ def test_checked_additive_fit_holds_sin_cos_null_at_epsilon_10(tmp_path):
                     "public", "--reps", "60", "--workers", "1", "--seed", "4520000",
                     "--assume", "additive", "--out", str(tmp_path / "sc.csv")])
     assert rows[0]["rejections"] <= 8
+
+
+def test_stop45_break_designs_draw_nulls_an_additive_fit_cannot_explain():
+    """The designs built to break the quadratic interaction check (stop 45) are nulls: x
+    and y minus their true regressions are independent noise (|r| under 4 / sqrt(n)),
+    while an additive fit (cubic polynomials per column) leaves x and y correlated (the
+    shared interaction); and z1 He3(z2) is orthogonal to z1 times any quadratic in z2
+    (a t statistic under 4) but not to z1 z2^3, which is what makes it hard."""
+    ls = _load("level_stress")
+    n = 20_000
+    for cls, fx, fy in (
+            ("m_herm13", lambda z: z[:, 0] * (z[:, 1] ** 3 - 3 * z[:, 1]) / 3 + 0.5 * z[:, 1],
+             lambda z: z[:, 0] * (z[:, 1] ** 3 - 3 * z[:, 1]) / 3 - 0.5 * z[:, 0]),
+            ("m_absprod", lambda z: np.abs(z[:, 0]) * z[:, 1] + 0.5 * z[:, 0],
+             lambda z: np.abs(z[:, 0]) * z[:, 1] - 0.5 * z[:, 1])):
+        x, y, z, zc, zs = ls.draw(cls, n, np.random.default_rng(4))
+        ex, ey = x - fx(z), y - fy(z)
+        assert abs(np.corrcoef(ex, ey)[0, 1]) < 4 / np.sqrt(n)
+        Z = np.column_stack([np.ones(n)] + [z[:, j] ** p for j in range(2) for p in (1, 2, 3)])
+        rx = x - Z @ np.linalg.lstsq(Z, x, rcond=None)[0]
+        ry = y - Z @ np.linalg.lstsq(Z, y, rcond=None)[0]
+        assert np.corrcoef(rx, ry)[0, 1] > 0.1, cls
+    z = np.random.default_rng(5).normal(size=(n, 2))
+    h = z[:, 0] * (z[:, 1] ** 3 - 3 * z[:, 1])
+    for g in (z[:, 0] * z[:, 1], z[:, 0] * z[:, 1] ** 2, z[:, 0] * (z[:, 1] ** 2 - 1)):
+        hg = h * g                         # E[h g] = 0: a t statistic under 4 in size
+        assert abs(hg.mean()) < 4 * hg.std() / np.sqrt(n)
+    hg = h * z[:, 0] * z[:, 1] ** 3        # not orthogonal to cubics in z2: E = 6
+    assert hg.mean() > 4 * hg.std() / np.sqrt(n)

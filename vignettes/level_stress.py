@@ -277,11 +277,27 @@ def _m_odd2(n, rng, beta):
     return z, f + 0.5 * z[:, 1], f - z[:, 1], None
 
 
+# Built to break the quadratic interaction check (stop 45): z1 He3(z2) / 3 (He3(v) = v^3 -
+# 3 v, orthogonal under N(0, 1) to every quadratic in z2, so to the check block's span
+# but for its clip at 1.5), and |z1| z2 (held out: not tuned on).
+def _m_herm13(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = z[:, 0] * (z[:, 1] ** 3 - 3 * z[:, 1]) / 3
+    return z, f + 0.5 * z[:, 1], f - 0.5 * z[:, 0], None
+
+
+def _m_absprod(n, rng, beta):
+    z = rng.normal(size=(n, 2))
+    f = np.abs(z[:, 0]) * z[:, 1]
+    return z, f + 0.5 * z[:, 0], f - 0.5 * z[:, 1], None
+
+
 MULTI = {
     "product2": product(2), "b_sincos": _b_sincos, "m_threshold": _m_threshold,
     "m_corr_additive": _m_corr_additive, "additive3": additive(3), "product3": product(3),
     "m_linear2": _m_linear2, "m_linear3": _m_linear3, "raw_units": raw_units,
-    "m_square2": _m_square2, "m_odd2": _m_odd2,
+    "m_square2": _m_square2, "m_odd2": _m_odd2, "m_herm13": _m_herm13,
+    "m_absprod": _m_absprod,
 }
 
 
