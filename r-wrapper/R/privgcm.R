@@ -52,9 +52,14 @@
 #'   divides z before the kernel. Fixed before seeing the data when given.
 #' @param assume `NULL` (default: no assumption) or a public assumption on
 #'   E\[X | Z\] and E\[Y | Z\] under which the spline fit answers:
-#'   `"additive"` (additive in the columns of z: no interaction is fitted or
-#'   checked; stated in the caveats) or `"linear"`. Without it, two or more
-#'   columns of z give the fail-safe p = 1.
+#'   `"additive"` (additive in the columns of z: no interaction is fitted; for
+#'   2 to 4 columns the nested fit's interaction block checks it where n and
+#'   epsilon allow, products of quadratics in each column for 2 and 3 columns,
+#'   multilinear for 4) or `"linear"` (a linear function of each column,
+#'   checked with splines per column and the same block); the model and
+#'   whether it was checked are in the caveats. Without it, two or more
+#'   columns of z are refused (an error naming the models that resolve)
+#'   before anything is spent.
 #' @param assume_additive `FALSE` (default) or `TRUE`, the same as
 #'   `assume = "additive"` (the older spelling).
 #' @param n_blocks `"auto"` (default: the public rule), a whole number k of
