@@ -86,8 +86,8 @@ def test_quadratic_check_block_is_a_partition_holding_quadratic_products(d):
     assert (q.sum(axis=1) >= (1 << S.SCALE_BITS) - 3 ** d).all()
     u = rng.uniform(-1.5, 1.5, size=(400, d))
     s_ = u / 1.5
-    phi = S._multiquadratic(u, S.INTERACTION_BOX)
-    mlin = S._multilinear(u, S.INTERACTION_BOX)
+    phi = S._bernstein_tensor(u, S.INTERACTION_BOX, 2)
+    mlin = S._bernstein_tensor(u, S.INTERACTION_BOX, 1)
     for target in (s_[:, 0] * s_[:, 1] ** 2, (s_[:, 0] * s_[:, 1]) ** 2):
         res_q = np.linalg.lstsq(phi, target, rcond=None)[1]
         res_l = np.linalg.lstsq(mlin, target, rcond=None)[1]

@@ -182,15 +182,17 @@ MUTANTS = [
            1, False, ("tests/test_spline.py",)),
     # --- stop 45: the checked linear fit's quadratic interaction block ------------------
     Mutant("quad-block-beyond-partition", "_spline.py",
-           r"blocks\.append\(_quantise_block\(_multiquadratic\(t, res\)\)\)",
-           "blocks.append(np.trunc(1.5 * _multiquadratic(t, res) * _ONE).astype(np.int64))",
+           r"blocks\.append\(_quantise_block\(_bernstein_tensor\(t, res, CHECK_DEGREE\[kind\]\)\)\)",
+           "blocks.append(_quantise_block(_bernstein_tensor(t, res, CHECK_DEGREE[kind])) "
+           "if kind == 'mlin' else np.trunc(1.5 * _bernstein_tensor(t, res, 2) * _ONE)"
+           ".astype(np.int64))",
            "the quadratic interaction block's features unquantised and 1.5 times too large "
            "(their sum beyond 1: the Gram's sensitivity understated)", 1, False,
            ("tests/test_spline.py", "tests/test_neighbours.py::"
             "test_checked_linear_fit_quadratic_block_neighbours")),
     Mutant("quad-block-span", "_spline.py",
-           r"parts = \(\(1\.0 - u\) \*\* 2, 2\.0 \* u \* \(1\.0 - u\), u \*\* 2\)",
-           "parts = ((1.0 - u) ** 2, 2.0 * u * (1.0 - u) * (1.0 - u), u ** 2)",
+           r"parts = tuple\(math\.comb\(degree, i\) \* ",
+           "parts = tuple((1.0 - b) ** (i == 1) * math.comb(degree, i) * ",
            "the quadratic interaction block's middle function changed (no longer the "
            "quadratic Bernstein basis: z1 z2^2 outside its span)", 1, False,
            ("tests/test_spline.py::"

@@ -191,26 +191,25 @@ def _quantise_block(v):
     return q
 
 
-def _multiquadratic(t, box):
-    """The tensor product of the quadratic Bernstein polynomials of u_j = (s_j + 1) / 2,
-    s_j = clip(t_j / box, -1, 1): 3^d features, each >= 0, summing to 1 (a partition of
-    unity, as the multilinear hats, whose span it contains)."""
+CHECK_DEGREE = {"mlin": 1, "mquad": 2}   # the check blocks: Bernstein degree per column
+
+
+def _bernstein_tensor(t, box, degree):
+    """The check blocks' features: the tensor product over the columns of the Bernstein
+    polynomials of degree ``degree`` in a_j = (1 - s_j) / 2 and b_j = (1 + s_j) / 2,
+    s_j = clip(t_j / box, -1, 1): (degree + 1)^d features, each >= 0, summing to 1 (a
+    partition of unity).  Degree 1: the multilinear hats; degree 2 ("mquad", stop 45):
+    its span holds every product of quadratics in the columns, so z1 z2^2."""
     s = np.clip(t / box, -1.0, 1.0)
     out = np.ones((t.shape[0], 1))
     for j in range(t.shape[1]):
-        u = (1.0 + s[:, j]) / 2.0
-        parts = ((1.0 - u) ** 2, 2.0 * u * (1.0 - u), u ** 2)
-        out = np.concatenate([out * b[:, None] for b in parts], axis=1)
-    return out
-
-
-def _multilinear(t, box):
-    s = np.clip(t / box, -1.0, 1.0)
-    out = np.ones((t.shape[0], 1))
-    for j in range(t.shape[1]):
-        h0 = (1.0 - s[:, j]) / 2.0
-        h1 = (1.0 + s[:, j]) / 2.0
-        out = np.concatenate([out * h0[:, None], out * h1[:, None]], axis=1)
+        a, b = (1.0 - s[:, j]) / 2.0, (1.0 + s[:, j]) / 2.0
+        if degree == 1:
+            parts = (a, b)
+        else:
+            parts = tuple(math.comb(degree, i) * (1.0 - b) ** (degree - i) * b ** i
+                          for i in range(degree + 1))
+        out = np.concatenate([out * h[:, None] for h in parts], axis=1)
     return out
 
 
@@ -295,7 +294,7 @@ class Design:
     @property
     def interactions(self):
         """Whether the rich basis holds interactions of columns (tensor or check block)."""
-        return any(b[0] in ("tensor", "mlin", "mquad") for b in _blocks(self.key))
+        return any(b[0] == "tensor" or b[0] in CHECK_DEGREE for b in _blocks(self.key))
 
     @property
     def rich_intervals(self):
@@ -381,7 +380,7 @@ def _blocks(key):
     function of every additive block but the first is dropped: the blocks share the
     constant), ("tensor", (0, 1), res) the tensor product of two columns' B-splines, or
     ("mlin", d, box) the multilinear hats on [-box, box]^d, ("mquad", d, box) the products
-    of quadratic Bernstein polynomials on it (the checked linear fit's check, 2 to
+    of quadratic Bernstein polynomials on it (the stated models' check, 2 to
     QUAD_CHECK_MAX_D columns), each block's features >= 0
     with sum at most 1; or ("lin", d, T) the signed features (1, s_1, ..., s_d),
     s_j = clip(t_j / T, -1, 1) of the unchecked linear fit, of L1 norm at most 1 + d (it
@@ -420,10 +419,8 @@ def _block_starts(key):
             size = cols + 1
         elif kind == "tensor":
             size = _n_per(res) ** 2
-        elif kind == "mquad":
-            size = 3 ** cols
         else:
-            size = 2 ** cols
+            size = (CHECK_DEGREE[kind] + 1) ** cols
         starts.append(starts[-1] + size)
     return tuple(starts)
 
@@ -454,10 +451,8 @@ def _features_int(key, t):
             # the kernels' tensor features: (q_a q_b) >> F, a major (sum <= 2^F)
             blocks.append(((q0[:, :, None] * q1[:, None, :]) >> SCALE_BITS).reshape(
                 t.shape[0], -1))
-        elif kind == "mquad":
-            blocks.append(_quantise_block(_multiquadratic(t, res)))
         else:
-            blocks.append(_quantise_block(_multilinear(t, res)))
+            blocks.append(_quantise_block(_bernstein_tensor(t, res, CHECK_DEGREE[kind])))
     return np.concatenate(blocks, axis=1)
 
 
@@ -492,7 +487,7 @@ def _feature_supports(key):
                     lo.append(a)
                     hi.append(b)
         else:
-            for _ in range((3 if kind == "mquad" else 2) ** cols):
+            for _ in range((CHECK_DEGREE[kind] + 1) ** cols):
                 lo.append(np.full(d, -np.inf))
                 hi.append(np.full(d, np.inf))
     return np.array(lo), np.array(hi)
@@ -661,13 +656,13 @@ def _check_contrasts(key):
     it did; the smaller ones (z1^2 z2^2 and the like) may be shrunk by the floor, which
     can only make the check see less of them, and the level was measured (stop 45)."""
     blocks, st = _blocks(key), _block_starts(key)
-    if not any(b[0] in ("mlin", "mquad") for b in blocks):
+    if not any(b[0] in CHECK_DEGREE for b in blocks):
         return np.zeros(0)
     E = _reference(key)
     add = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
                           if k == "add"])
     chk = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
-                          if k in ("mlin", "mquad")])
+                          if k in CHECK_DEGREE])
     Emm = E[np.ix_(add, add)]
     Ecm = E[np.ix_(chk, add)]
     W = E[np.ix_(chk, chk)] - Ecm @ np.linalg.pinv(Emm, rcond=1e-10) @ Ecm.T
@@ -1171,10 +1166,10 @@ def _kernel_spec(key):
     """The rich basis as a :mod:`privci._basis_kernels` spec, and the indices of this
     module's features among the kernels' (the first function of every additive column
     after the first is dropped here); None where the basis has a block the kernels do not
-    have (the multilinear check block)."""
+    have (the check blocks)."""
     from ._basis_kernels import make_basis
     blocks = _blocks(key)
-    if any(b[0] in ("mlin", "mquad", "lin") for b in blocks):
+    if any(b[0] == "lin" or b[0] in CHECK_DEGREE for b in blocks):
         return None
     res = _rich_res(key)
     kv = np.asarray(_knots(res), dtype=np.float64)
@@ -2038,7 +2033,8 @@ def additive_caveat(design):
                  "refuses (p = 1, fail-safe) where it finds the assumption false; what it "
                  "cannot see (structure finer than the rich fit's knots"
                  + (", interactions " + _check_words(design)[1]
-                    if 2 <= design.d <= CHECK_MAX_D else ", any interaction of the columns (not checked beyond "
+                    if 2 <= design.d <= CHECK_MAX_D else
+                    ", any interaction of the columns (not checked beyond "
                     f"{CHECK_MAX_D} columns)" if design.d > 1 else "")
                  + ") is not covered." if design.checked else
                  "at this n and epsilon the assumption could not be checked, so the level "
