@@ -1462,41 +1462,74 @@ def test_kendall_statistic_extreme_pairs_warn_the_same():
 
 # --------------------------------------------------------------------------- stop 45
 
-@pytest.mark.parametrize("d", [2, 3])
-def test_checked_linear_fit_quadratic_block_neighbours(d):
-    """The checked linear fit's quadratic interaction block (stop 45), on hand-made
-    neighbours: row 0 moved between the box's corners, its edges, the centre, beyond the
-    box and to +-1.8e308, with x and y flipped from +1 to -1.  Both neighbours raise
-    nothing, release the same number of values with the same public parameters, every
-    release's un-noised input moves by at most its stated sensitivity, and the fit's
-    releases (the Gram matrices: their changes are the largest, 0.76 measured) reach at
-    least 0.6 of it (a constant stated 1.7 times too large would be seen)."""
+def _checked_linear_neighbours(d, block, spots, news):
+    """Hand-made neighbours of the checked linear fit (row 0 moved between ``spots`` and
+    ``news`` in every column, x and y flipped from +2 to -2) through privgcm: both raise
+    nothing, release the same values with the same public parameters, every release's
+    un-noised input moves by at most its stated sensitivity; returns the largest ratio of
+    the fit's releases (the Gram matrices and cross-products)."""
     g = np.random.default_rng(45 + d)
     n = 80
     x_, y_ = np.clip(g.normal(size=n), -2, 2), np.clip(g.normal(size=n), -2, 2)
     z_ = g.normal(size=(n, d))
     des = privci._spline.choose_design(n, d, 1, 1, 1e4, model="linear")
-    assert des.checked and privci._spline._blocks(des.key)[-1][0] == "mquad"
+    assert des.checked and privci._spline._blocks(des.key)[-1][0] == block
 
     def call(dd):
         return privci.privgcm(dd["x"][:, 0], dd["y"][:, 0], dd["z"], epsilon=1e4,
                               x_bound=2, y_bound=2, x_center=0.0, y_center=0.0,
                               z_center=0.0, z_scale=1.0, assume="linear", rng=11)
 
-    spots = [1.5, -1.5, 0.75, 0.0, 4.0, -4.0, 1.7976931348623157e308, -1.7976931348623157e308]
     best = 0.0
     for old in spots:
-        for new in (1.5, -1.5, 0.0, 4.0, 1e308):
+        for new in news:
             a = {"x": x_[:, None].copy(), "y": y_[:, None].copy(), "z": z_.copy()}
             a["x"][0], a["y"][0], a["z"][0] = 2.0, 2.0, old
             b = {k: v.copy() for k, v in a.items()}
             b["y"][0], b["z"][0] = -2.0, new
             b["z"][0, 0] = -new if np.isfinite(-new) else new
-            pair = nu.Pair(a, b, 0, f"checked linear fit, d = {d}: z_0 = {old!r} -> {new!r}")
+            pair = nu.Pair(a, b, 0, f"checked linear fit ({block}), d = {d}: z_0 = {old!r} "
+                           f"-> {new!r}")
             changes, problems, log = nu.release_changes(call, pair)
             assert not problems, f"{pair!r}: {problems}"
             assert len(changes) >= 5
             for rel, ratio in changes:
                 assert nu.within(ratio), f"{pair!r}: {rel.kind} moved {ratio!r} of its bound"
             best = max(best, max(r for rel, r in changes[:4]))
+    return best
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_checked_linear_fit_quadratic_block_neighbours(d, monkeypatch):
+    """The spline check's quadratic interaction block (stop 45), on hand-made neighbours:
+    row 0 moved between the box's corners, its edges, the centre, beyond the box and to
+    +-1.8e308 (:func:`_checked_linear_neighbours`; the polynomial check is switched off so
+    that the rule takes this one).  The fit's releases (the Gram matrices: their changes
+    are the largest, 0.76 measured) reach at least 0.6 of the bound (a constant stated
+    1.7 times too large would be seen)."""
+    monkeypatch.setattr(privci._spline, "POLY_CHECK_MAX_D", None)
+    privci._spline._choose_design.cache_clear()
+    try:
+        best = _checked_linear_neighbours(
+            d, "mquad", [1.5, -1.5, 0.75, 0.0, 4.0, -4.0, 1.7976931348623157e308,
+                         -1.7976931348623157e308], (1.5, -1.5, 0.0, 4.0, 1e308))
+    finally:
+        privci._spline._choose_design.cache_clear()
+    assert best >= 0.6, best
+
+
+# --------------------------------------------------------------------------- stop 46
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_checked_linear_fit_polynomial_check_neighbours(d):
+    """The linear fit's polynomial check (stop 46: the signed block on [-2, 2]^d and the
+    cubic Bernstein tensor of clip(t_j / POLY_BOX, -1, 1), s = d + 2 blocks), which the
+    rule takes at n = 80, epsilon 10^4: row 0 moved between the signed block's corners
+    (+-2, its L1 bound 1 + d), the tensor's box edge, the centre, beyond the box (left out)
+    and +-1.8e308; every release within its stated sensitivity, and the fit's releases
+    reach at least 0.6 of it."""
+    box = privci._spline.POLY_BOX
+    best = _checked_linear_neighbours(
+        d, "mcub", [2.0, -2.0, box, -box, 0.0, 4.0, 1.7976931348623157e308,
+                    -1.7976931348623157e308], (2.0, -2.0, box, 0.0, 4.0, 1e308))
     assert best >= 0.6, best

@@ -94,6 +94,79 @@ def test_quadratic_check_block_is_a_partition_holding_quadratic_products(d):
         assert float(res_q.sum()) < 1e-20 and float(res_l.sum()) > 1.0
 
 
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_polynomial_check_is_the_signed_block_and_a_cubic_partition(d):
+    """The linear fit's polynomial check (stop 46): the signed block (1, s_1, ..., s_d)
+    (L1 at most 1 + d, in integers) and the cubic Bernstein tensor of
+    clip(t_j / POLY_BOX, -1, 1) (4^d non-negative integers with sum at most 2^16 and at
+    least 2^16 - 4^d), at the box's edges, the tensor's own and extreme inputs: s = d + 2
+    blocks, what the sensitivities count.  Its span holds every product of cubics in the
+    clipped columns (s_1 s_2^3, s_1^3 s_2^2, the cubic of one column) exactly, which the
+    quadratic block's does not; the test fit is the signed block (insertion: its first
+    d + 1 coordinates)."""
+    des = S.Design(d=d, intervals=S.POLY_INTERVALS, model="linear", eps_fit=1.0,
+                   eps_test=1.0, checked=True)
+    assert S._blocks(des.key) == (("lin", d, S.LINEAR_RANGE), ("mcub", d, S.POLY_BOX))
+    assert des.n_blocks == d + 2 and des.box == S.LINEAR_RANGE
+    st = S._block_starts(des.key)
+    assert st == (0, d + 1, d + 1 + 4 ** d)
+    A = S._insertion(des.key)
+    assert A.shape == (st[-1], d + 1) and np.array_equal(A[:d + 1], np.eye(d + 1))
+    assert not A[d + 1:].any()
+    rng = np.random.default_rng(60 + d)
+    t = rng.normal(scale=2.0, size=(600, d))
+    t[:len(EXTREMES), 0] = EXTREMES
+    t[-5:, :] = [[2.0] * d, [-2.0] * d, [S.POLY_BOX] * d, [-S.POLY_BOX - 1e-12] * d,
+                 [0.0] * d]
+    q = des.features_int(t)
+    lin, cub = q[:, :st[1]], q[:, st[1]:]
+    assert (np.abs(lin).sum(axis=1) <= (1 + d) << S.SCALE_BITS).all()
+    assert np.abs(lin[-5]).sum() == (1 + d) << S.SCALE_BITS        # a corner: the bound
+    assert (cub >= 0).all() and (cub.sum(axis=1) <= 1 << S.SCALE_BITS).all()
+    assert (cub.sum(axis=1) >= (1 << S.SCALE_BITS) - 4 ** d).all()
+    u = rng.uniform(-S.POLY_BOX, S.POLY_BOX, size=(500, d))
+    s_ = u / S.POLY_BOX
+    phi = S._bernstein_tensor(u, S.POLY_BOX, 3)
+    quad = S._bernstein_tensor(u, S.POLY_BOX, 2)
+    targets = [s_[:, 0] ** 3] + ([s_[:, 0] * s_[:, 1] ** 3, s_[:, 0] ** 3 * s_[:, 1] ** 2]
+                                 if d > 1 else [])
+    for target in targets:
+        res_c = np.linalg.lstsq(phi, target, rcond=None)[1]
+        res_q = np.linalg.lstsq(quad, target, rcond=None)[1]
+        assert float(res_c.sum()) < 1e-20 and float(res_q.sum()) > 1e-3
+
+
+def test_the_rule_takes_the_polynomial_check_where_it_predicts_more_power():
+    """The linear fit's ladder at n = 10^4, two columns: unchecked at epsilon 3, the spline
+    check at 5 (the polynomial check is not resolvable there), the polynomial check at 20
+    and 100, with a lower predicted critical value than the spline check has there; without
+    it (POLY_CHECK_MAX_D None) the spline check at 20."""
+    pick = {e: S.choose_design(10_000, 2, 1, 1, e, model="linear") for e in (3.0, 5.0, 20.0,
+                                                                         100.0)}
+    assert not pick[3.0].checked
+    assert pick[5.0].checked and pick[5.0].intervals == S.LINEAR_CHECK
+    for e in (20.0, 100.0):
+        assert pick[e].checked and pick[e].intervals == S.POLY_INTERVALS
+    assert not S._resolvable(10_000, (2, "linear", S.POLY_INTERVALS, True),
+                             pick[5.0].eps_fit, pick[5.0].gram_share)
+    old = S._choose_design(10_000, 2, 1, 1, 20.0, None, "linear", tuple(S.FIT_SHARES),
+                           tuple(S.GRAM_SHARES), tuple(S.INTERVAL_CHOICES),
+                           float(S.CERT_RHO), float(S.RES_TOL), float(S.RICH_FLOOR),
+                           float(S.UCB_Z), float(S.LINEAR_FREE_RHO),
+                           bool(S.LINEAR_MARGIN), float(S.LINEAR_POWER_TARGET))
+    assert old.intervals == S.POLY_INTERVALS
+    saved = S.POLY_CHECK_MAX_D
+    try:
+        S.POLY_CHECK_MAX_D = None
+        S._choose_design.cache_clear()
+        spline = S.choose_design(10_000, 2, 1, 1, 20.0, model="linear")
+    finally:
+        S.POLY_CHECK_MAX_D = saved
+        S._choose_design.cache_clear()
+    assert spline.checked and spline.intervals == S.LINEAR_CHECK
+    assert pick[20.0].predicted["critical"] < 0.8 * spline.predicted["critical"]
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
 def test_signed_linear_block_has_l1_at_most_1_plus_d(d):
     """The unchecked linear fit's block (1, clip(t_j / 2, -1, 1)): L1 norm at most 1 + d
@@ -113,7 +186,7 @@ def test_signed_linear_block_has_l1_at_most_1_plus_d(d):
 
 @pytest.mark.parametrize("key", [(1, "full", 8, True), (2, "full", 2, True),
                                  (3, "additive", 4, True), (2, "linear", 1, True),
-                                 (3, "linear", 1, False)])
+                                 (2, "linear", 4, True), (3, "linear", 1, False)])
 def test_unreleased_gram_entries_are_zero_for_every_row(key):
     """The Gram entries released without noise (outside ``_gram_pattern``) are structural
     zeros: on dense grids through every knot, edges and extreme inputs, no row makes one
@@ -140,7 +213,9 @@ def test_unreleased_gram_entries_are_zero_for_every_row(key):
 
 
 @pytest.mark.parametrize("d, model", [(1, None), (2, None), (4, None), (3, "linear"),
-                                      (2, "linear-checked"), (3, "linear-checked")])
+                                      (2, "linear-checked"), (3, "linear-checked"),
+                                      (1, "linear-poly"), (2, "linear-poly"),
+                                      (3, "linear-poly")])
 def test_gram_and_cross_sensitivities_hold_on_adversarial_neighbours(d, model):
     """Replacing one row moves the exact sums by at most s^2 + s (Gram, upper triangle) and
     2 s per column (cross-products); pairs built to reach the bound get within 10% of it
@@ -149,6 +224,10 @@ def test_gram_and_cross_sensitivities_hold_on_adversarial_neighbours(d, model):
         des = S.Design(d=d, intervals=S.LINEAR_CHECK, model="linear", eps_fit=1.0,
                        eps_test=1.0, checked=True)
         assert des.n_blocks == d + 1 and S._blocks(des.key)[-1][0] == "mquad"
+    elif model == "linear-poly":
+        des = S.Design(d=d, intervals=S.POLY_INTERVALS, model="linear", eps_fit=1.0,
+                       eps_test=1.0, checked=True)
+        assert des.n_blocks == d + 2 and S._blocks(des.key)[-1][0] == "mcub"
     else:
         des = (_design(d, 8) if model is None else
                S.Design(d=d, intervals=1, model=model, eps_fit=1.0, eps_test=1.0,
@@ -496,15 +575,20 @@ def test_shift_and_allowance_equal_their_direct_form(monkeypatch):
 
 
 @pytest.mark.parametrize("d, model", [(1, "full"), (3, "additive"), (2, "full"),
-                                      (3, "linear"), (2, "linear-checked")])
+                                      (3, "linear"), (2, "linear-checked"),
+                                      (2, "linear-poly")])
 def test_residual_scales_bound_every_prediction(d, model):
     """c = 1 / residual_scales bounds |u - prediction| for every u in [-1, 1] and every z
     (the residuals need no clip): checked on a dense grid of each column and on random
     points, for random, large, one-signed and zero coefficients, for every kind of block
     (splines, the tensor product, the check block, the signed linear block)."""
     if model == "linear-checked":
+        des = S.Design(d=d, intervals=S.LINEAR_CHECK, model="linear", eps_fit=1.0,
+                       eps_test=1.0, checked=True)
+        assert S._blocks(des.key)[-1][0] == "mquad"
+    elif model == "linear-poly":
         des = S.choose_design(100_000, d, 1, 1, 50.0, model="linear")
-        assert des.checked and S._blocks(des.key)[-1][0] == "mquad"
+        assert des.checked and S._blocks(des.key)[-1][0] == "mcub"
     else:
         des = S.choose_design(100_000, d, 1, 1, 50.0, model=model)
     if model == "linear":
@@ -1035,14 +1119,16 @@ def test_rows_outside_the_clip_box_are_left_out(fast, monkeypatch):
                                                (10_000, 2, 100.0, "linear")])
 def test_the_caveat_names_the_box_the_test_uses(n, d, eps, model):
     """The result's caveat names the clip box the fit and the test use: [-2, 2] for the
-    unchecked linear fit (with the share of normal rows beyond it), [-4, 4] for the others
+    unchecked linear fit and the polynomial check (stop 46; epsilon 100 here), with the
+    share of normal rows beyond it, [-4, 4] for the others
     (it said [-4, 4] for every fit until stop 43).  Checked on the data: a row at t = 3 in
     one column is left out of the test's sums exactly where the named box excludes it."""
     des = S.choose_design(n, d, 1, 1, eps, model=model)
     text = S.additive_caveat(des)
     b = des.box
     assert f"rows beyond [-{b:g}, {b:g}] in any column" in text
-    assert (b == 2.0) == (model == "linear" and not des.checked)
+    assert (b == 2.0) == (model == "linear" and (not des.checked
+                                                 or des.intervals == S.POLY_INTERVALS))
     if b < S.SPLINE_RANGE:
         share = 1.0 - math.erf(b / math.sqrt(2.0)) ** d
         assert f"about {share:.0%} of normal rows" in text

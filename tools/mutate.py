@@ -172,8 +172,8 @@ MUTANTS = [
            "keeping every central direction at LINEAR_FREE_RHO", 1, False,
            ("tests/test_spline.py",)),
     Mutant("linear-margin-dropped", "_spline.py",
-           r"if \(linear_margin and model_ == \"linear\"",
-           "if (False and model_ == \"linear\"",
+           r"if \(linear_margin and _unchecked_linear\(best\[6\]\)",
+           "if (False and _unchecked_linear(best[6])",
            "rule: the unchecked linear fit near its edge takes the least critical value, "
            "not counting the chance that its floor binds", 1, False, ("tests/test_spline.py",)),
     Mutant("bind-probability-one-half", "_spline.py",
@@ -197,6 +197,29 @@ MUTANTS = [
            "quadratic Bernstein basis: z1 z2^2 outside its span)", 1, False,
            ("tests/test_spline.py::"
             "test_quadratic_check_block_is_a_partition_holding_quadratic_products",)),
+    Mutant("poly-block-counted-once", "_spline.py",
+           r'return sum\(\(cols \+ 1\) if kind == "lin" else 1 ',
+           'return sum((cols + 1) if kind == "lin" and len(_blocks(key)) == 1 else 1 ',
+           "the polynomial check's signed block counted as one block (its L1 is 1 + d): "
+           "the Gram and cross-product sensitivities understated", 1, True,
+           ("tests/test_spline.py::"
+            "test_polynomial_check_is_the_signed_block_and_a_cubic_partition",
+            "tests/test_neighbours.py::"
+            "test_checked_linear_fit_polynomial_check_neighbours")),
+    Mutant("poly-estimate-shrunk", "_spline.py",
+           r"^EST_SHRINK = 0\.0 ", "EST_SHRINK = 1.0 ",
+           "the polynomial check's bias estimate on the Gram lowered by the noise edge (as "
+           "the other fits): its weak contrasts hidden, tanh(2 z1) nulls rejected", 1, False,
+           ("tests/test_vignette_level_break.py::"
+            "test_polynomial_check_holds_cubic_and_odd_nulls_and_finds_linear_dependence",)),
+    Mutant("poly-check-off", "_spline.py",
+           r"^POLY_CHECK_MAX_D = 3 ", "POLY_CHECK_MAX_D = None ",
+           "no polynomial check: the spline check only (power 0.100 at epsilon 20, "
+           "z1 He3(z2) / 3 rejected 0.470 at 10)", 1, False,
+           ("tests/test_spline.py::"
+            "test_the_rule_takes_the_polynomial_check_where_it_predicts_more_power",
+            "tests/test_vignette_level_break.py::"
+            "test_polynomial_check_holds_cubic_and_odd_nulls_and_finds_linear_dependence")),
     Mutant("quad-check-off", "_spline.py",
            r"^QUAD_CHECK_MAX_D = 3 ", "QUAD_CHECK_MAX_D = None ",
            "the stated models checked by the multilinear block (stop 44's check, blind to "

@@ -191,7 +191,8 @@ def _quantise_block(v):
     return q
 
 
-CHECK_DEGREE = {"mlin": 1, "mquad": 2}   # the check blocks: Bernstein degree per column
+CHECK_DEGREE = {"mlin": 1, "mquad": 2, "mcub": 3}   # the check blocks: Bernstein degree
+#                                                     per column
 
 
 def _bernstein_tensor(t, box, degree):
@@ -251,6 +252,20 @@ QUAD_CHECK_MAX_D = 3      # the stated models' check block: the quadratic tensor
 #                           "additive" 0.995-1.000 at epsilon 10-100; with it 0.000-0.015,
 #                           stop 45)
 QUAD_CHECK_MODELS = ("linear", "additive")   # the stated models checked by that block
+POLY_CHECK_MAX_D = 3      # the polynomial check of the linear fit, 1 to this many columns
+#                           (stop 46): the rich basis is the unchecked fit's signed block
+#                           (1, s_1, ..., s_d), s_j = clip(t_j / 2, -1, 1) on [-2, 2]^d,
+#                           plus the cubic Bernstein tensor ("mcub", 4^d features) of
+#                           clip(t_j / POLY_BOX, -1, 1), whose span holds every product of
+#                           cubics in those; the test fit is the signed block itself (the
+#                           noise's gain 1; in the spline check's coordinates 1 and t_j
+#                           amplify it about 30 times at two columns).  The rule takes it
+#                           where its predicted critical value is the least (the spline
+#                           check stays where only it is resolvable: the checks' edges are
+#                           not nested).  None: the spline check only
+POLY_INTERVALS = 1        # the key's "intervals" of that fit (one polynomial piece per column)
+POLY_BOX = 1.0            # the cubic tensor's box (chosen on the rule's numbers among 0.75,
+#                           1, 1.25, 1.5 and 2: the earliest resolvable at two columns)
 QUAD_RULE_ALL = False     # the rule asks the quadratic block's 2^d - 1 - d largest interaction
 #                           contrasts (as many as the multilinear block has) to be resolved;
 #                           True: all 3^d - 1 - 2d of them
@@ -294,7 +309,8 @@ class Design:
     @property
     def interactions(self):
         """Whether the rich basis holds interactions of columns (tensor or check block)."""
-        return any(b[0] == "tensor" or b[0] in CHECK_DEGREE for b in _blocks(self.key))
+        return self.d > 1 and any(b[0] == "tensor" or b[0] in CHECK_DEGREE
+                                  for b in _blocks(self.key))
 
     @property
     def rich_intervals(self):
@@ -367,6 +383,23 @@ def _rich_res(key):
     return intervals if model == "linear" else 2 * intervals
 
 
+def _unchecked_linear(key):
+    """Whether ``key`` is the unchecked linear fit (its signed block alone: no nested
+    check, so its floor is guarded on the data by :func:`floor_binds`)."""
+    return key[1] == "linear" and not key[3]
+
+
+def _poly_key(key):
+    """Whether ``key`` is the linear fit's polynomial check (signed block + cubic tensor)."""
+    return key[1] == "linear" and bool(key[3]) and _blocks(key)[0][0] == "lin"
+
+
+def _poly_check(d):
+    """Whether the checked linear fit of ``d`` columns is the signed block plus the cubic
+    Bernstein tensor (else cubic splines per column plus the check block)."""
+    return POLY_CHECK_MAX_D is not None and 1 <= d <= POLY_CHECK_MAX_D
+
+
 def _quad_check(d, model="linear"):
     """Whether the checked fit of ``d`` columns under ``model`` checks with the quadratic
     block."""
@@ -389,6 +422,10 @@ def _blocks(key):
     res = _rich_res(key)
     if model == "full" and d == 2:
         return (("tensor", (0, 1), res),)
+    if model == "linear" and checked and intervals == POLY_INTERVALS and _poly_check(d):
+        # the signed block (the test fit) and the cubic Bernstein tensor on its box (the
+        # check: every product of cubics in the columns); rows beyond [-2, 2]^d left out
+        return (("lin", d, LINEAR_RANGE), ("mcub", d, POLY_BOX))
     if model == "linear" and not checked:
         # one signed block (1, s_1, ..., s_d), s_j = clip(t_j / 2, -1, 1) (rows beyond the
         # box [-2, 2]^d are left out): a linear function of t, nothing more; L1 <= 1 + d
@@ -545,8 +582,8 @@ def _insertion(key):
     starts = _block_starts(key)
     if model == "linear" and blocks[0][0] == "lin":
         # the signed block is the test basis itself: a linear function of each winsorised
-        # column
-        A = np.eye(starts[-1])
+        # column (the checked fit's Bernstein block: zero)
+        A = np.eye(starts[-1])[:, :d + 1]
         A.setflags(write=False)
         return A
     if model == "linear":
@@ -619,7 +656,10 @@ def _canonical(key):
     res = _rich_res(key)
     coarse = min(4, res)
     A1 = _insertion1(coarse, res) if coarse != res else np.eye(_n_per(res))
-    if blocks[0][0] == "tensor":
+    if blocks[0][0] == "lin":
+        # the signed block and the Bernstein features themselves (a coarse basis already)
+        C = np.eye(starts[-1])
+    elif blocks[0][0] == "tensor":
         C = np.kron(A1, A1)
     else:
         C = block_diag(*[A1 if j == 0 else A1[1:, 1:] for j in range(d)])
@@ -660,7 +700,7 @@ def _check_contrasts(key):
         return np.zeros(0)
     E = _reference(key)
     add = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
-                          if k == "add"])
+                          if k in ("add", "lin")])
     chk = np.concatenate([np.arange(a, b) for (k, _, _), a, b in zip(blocks, st[:-1], st[1:])
                           if k in CHECK_DEGREE])
     Emm = E[np.ix_(add, add)]
@@ -670,9 +710,26 @@ def _check_contrasts(key):
     # the block's 2^d - 1 - d pure interactions (products of two or more columns); the
     # rest are additive up to the hats' kinks, which no interaction term is
     d = key[0]
+    if any(b[0] == "mcub" for b in blocks):
+        # the checked linear fit: every nonlinear direction of the cubic tensor (4^d - 1 - d)
+        # but those the rule does not ask (POLY_RULE_ASK: the largest ones)
+        return np.sort(w)[::-1][:_poly_rule_count(d)]
     if any(b[0] == "mquad" for b in blocks) and QUAD_RULE_ALL:
         return np.sort(w)[::-1][:3 ** d - 1 - 2 * d]    # products of two or more columns
     return np.sort(w)[::-1][:2 ** d - 1 - d]
+
+
+POLY_RULE_ASK = None      # how many of the cubic tensor's nonlinear contrasts (beyond the
+#                           signed block's span) the rule asks to be resolvable, the largest
+#                           ones; None: 2d + 2^d - 1 - d (per column two, as a quadratic and
+#                           a cubic, and one per multilinear product)
+
+
+def _poly_rule_count(d):
+    """How many of the cubic tensor's contrasts the rule asks (:data:`POLY_RULE_ASK`)."""
+    if POLY_RULE_ASK is not None:
+        return int(POLY_RULE_ASK)
+    return 2 * d + 2 ** d - 1 - d
 
 
 @lru_cache(maxsize=64)
@@ -688,6 +745,12 @@ def _central_quotients(key):
     z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
     if model == "linear" and not checked:
         return np.linalg.eigvalsh(_reference(key))
+    if _blocks(key)[0][0] == "lin":
+        # the checked linear fit (signed block + cubic tensor): the test fit's directions
+        # and the check's nonlinear contrasts
+        A = _insertion(key)
+        return np.concatenate([np.linalg.eigvalsh(A.T @ _reference(key) @ A),
+                               _check_contrasts(key)])
     res = _rich_res(key) if model == "linear" else intervals
     g = _greville(res)
     q1 = np.mean(_bspline_values(z[:, 0], res) ** 2, axis=0)[np.abs(g) <= 2.0]
@@ -710,7 +773,7 @@ def _resolvable(n, key, eps_fit, gram_share):
     CERT_RHO of itself under the ridge: r / (r + lambda) >= CERT_RHO, r its reference
     Rayleigh quotient times the half's rows."""
     rho = _least_kept(n, key, eps_fit, gram_share)
-    if key[1] == "linear" and _blocks(key)[0][0] == "lin":
+    if _unchecked_linear(key):
         return rho >= CERT_RHO_LINEAR_UNCHECKED
     return rho >= (CERT_RHO_LINEAR if key[1] == "linear" else CERT_RHO)
 
@@ -807,7 +870,9 @@ def _predicted_as_tested(n, key, p, q, eps, fit_share, gram_share=GRAM_SHARE):
     shift = float(np.max(_pair_traces(Gp, Hx, Hy, bx, by, rx, ry)))
     nested = 0.0
     if key[3]:
-        nested = float(np.max(_pair_traces(Gp, Rx - Hx, Ry - Hy, bx, by, rx, ry)))
+        Ge = (_weighted_gram(rx, ry, 1.0, EST_SHRINK) if _poly_key(key)
+              else Gp)                # the estimate's Gram, as the test takes it
+        nested = float(np.max(_pair_traces(Ge, Rx - Hx, Ry - Hy, bx, by, rx, ry)))
         if CANONICAL:
             Cx, Cy = _canonical_operator(rx, design, Gp, Hx), _canonical_operator(ry, design,
                                                                                  Gp, Hy)
@@ -841,7 +906,7 @@ def _interval_choices(d, model):
     rule prefers a checked coarse fit to an unchecked fine one); the linear fit has one
     (its check's)."""
     if model == "linear":
-        return (LINEAR_CHECK,)
+        return (LINEAR_CHECK,) + ((POLY_INTERVALS,) if _poly_check(d) else ())
     if model == "full" and d == 2:
         return tuple(TENSOR_INTERVALS)
     if model == "additive" and d > 1:
@@ -935,7 +1000,11 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                 for g in gram_shares:
                     for cand in choices:
                         key = (d, model_, cand, checked)
+                        if model_ == "linear" and (cand != LINEAR_CHECK) and not checked:
+                            continue      # one unchecked linear fit
                         if not _resolvable(n, key, f * epsilon, g):
+                            if model_ == "linear":
+                                continue  # the two checks' edges are not nested
                             break
                         cands.extend(options(key, f, g))
             if cands:
@@ -952,8 +1021,7 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         # on power (stop 42: at n = 10^4, two columns, epsilon 2, a critical value of 11.2
         # instead of 20.3 at the largest share)
         fmax = max(c[2] for c in cands)
-        free = (linear_free_rho is not None and model_ == "linear"
-                and _blocks(cands[0][6])[0][0] == "lin")
+        free = (linear_free_rho is not None and _unchecked_linear(cands[0][6]))
         cands = [c for c in cands if c[2] == fmax or (
             free and _least_kept(n, c[6], c[2] * epsilon, c[3]) >= linear_free_rho)]
     if cands:
@@ -961,10 +1029,14 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         # finest resolution whose critical value is within RES_TOL of that least one
         cmin = min(c[0] for c in cands)
         near = [c for c in cands if c[0] <= (1.0 + res_tol) * cmin]
+        if model_ == "linear":
+            # the linear fit's two checks are not resolutions: the least critical value
+            lead = min(near, key=lambda c: c[0])[1]
+            near = [c for c in near if c[1] == lead]
         top = max(c[1] for c in near)
         near = [c for c in near if c[1] == top]
         best = min(near, key=lambda c: c[0])
-        if (linear_margin and model_ == "linear" and _blocks(best[6])[0][0] == "lin"
+        if (linear_margin and _unchecked_linear(best[6])
                 and _least_kept(n, best[6], best[2] * epsilon, best[3])
                 < (linear_free_rho or 1.0)):
             # the unchecked linear fit near its edge (its least central share under
@@ -1646,15 +1718,26 @@ def _fit_operators(rel, design):
                                                                                       rel))
 
 
-def _weighted_gram(rel_x, rel_y, weight=1.0):
+EST_SHRINK = 0.0          # the polynomial check's bias estimate: its Gram's eigenvalues lowered
+#                           by this many noise edges (GP_SHRINK for every other fit).  Its
+#                           contrasts are weak against the edge, so lowering them hid the
+#                           bias: tanh(2 z1) shared by x and y under "linear", n = 10^4,
+#                           epsilon 20, rejected in 0.63 of 60 nulls at 1, 0.07 at 0 (stop 46)
+EST_CROSS = True          # the polynomial check's bias estimate: its noise variance counts the
+#                           bias-times-noise terms (:func:`_debiased`); epsilon 12, same
+#                           design: 0.23 of 30 without them, 0.03 with
+
+
+def _weighted_gram(rel_x, rel_y, weight=1.0, shrink=None):
     """The quadratic forms' Gram matrix: ``weight`` (G_A + G_B), its eigenvalues lowered by
-    GP_SHRINK times the weighted noise edges of the two halves (each its lambda), floored
-    at 0."""
+    ``shrink`` (default GP_SHRINK) times the weighted noise edges of the two halves (each
+    its lambda), floored at 0."""
     w = float(weight)
     edges = w * (rel_x.gram_scale * math.sqrt(_noise_rows(rel_x))
                  + rel_y.gram_scale * math.sqrt(_noise_rows(rel_y)))
     ev, Vv = np.linalg.eigh(w * (rel_x.gram + rel_y.gram))
-    return (Vv * np.maximum(ev - GP_SHRINK * edges, 0.0)) @ Vv.T
+    shrink = GP_SHRINK if shrink is None else shrink
+    return (Vv * np.maximum(ev - shrink * edges, 0.0)) @ Vv.T
 
 
 def _shift_and_allowance(rel_x, rel_y, design, weight=1.0):
@@ -1679,7 +1762,10 @@ def _shift_and_allowance(rel_x, rel_y, design, weight=1.0):
     if not design.checked:
         zero = np.zeros(shift2.shape)
         return shift2, zero, zero
-    est, nvar = _debiased(Dx, Dy, Rx - Hx, Ry - Hy, bx, by, rel_x, rel_y, Gp)
+    poly = _poly_key(design.key)
+    Ge = _weighted_gram(rel_x, rel_y, weight, EST_SHRINK) if poly else Gp
+    est, nvar = _debiased(Dx, Dy, Rx - Hx, Ry - Hy, bx, by, rel_x, rel_y, Ge,
+                          cross=poly and EST_CROSS)
     if CANONICAL:
         Cx_, Cy_ = _canonical_operator(rel_x, design, Gp, Hx), _canonical_operator(rel_y, design,
                                                                                  Gp, Hy)
@@ -1776,12 +1862,27 @@ def _canonical_operator(rel, design, Gp, H_test):
     return H_c - Pi @ H_test
 
 
-def _debiased(Dx, Dy, Kx, Ky, bx, by, rel_x, rel_y, Gp):
+def _debiased(Dx, Dy, Kx, Ky, bx, by, rel_x, rel_y, Gp, cross=False):
     """|Dx^T Gp Dy| with its noise second moment removed, and that second moment (per pair:
-    tr(Gp Kx C_a Kx^T Gp Ky C_b Ky^T), :func:`_pair_traces`)."""
+    tr(Gp Kx C_a Kx^T Gp Ky C_b Ky^T), :func:`_pair_traces`).  ``cross``: the returned
+    second moment (the allowance's spread, not the debiasing) also counts the
+    bias-times-noise terms, D_y^T Gp Kx n_x and D_x^T Gp Ky n_y, with the
+    released D in place of the bias (which they ignore elsewhere: where the bias is large
+    they are what spreads the estimate)."""
     raw2 = (Dx.T @ Gp @ Dy) ** 2
     noise = _pair_traces(Gp, Kx, Ky, bx, by, rel_x, rel_y)
-    return np.sqrt(np.maximum(raw2 - noise, 0.0)), noise
+    est = np.sqrt(np.maximum(raw2 - noise, 0.0))
+    if cross:
+        extra = np.zeros(noise.shape)
+        for a in range(Dx.shape[1]):
+            ca = _noise_cov(rel_x, bx[:, a])
+            v = Ky.T @ (Gp @ Dx[:, a])
+            for b in range(Dy.shape[1]):
+                cb = _noise_cov(rel_y, by[:, b])
+                u = Kx.T @ (Gp @ Dy[:, b])
+                extra[a, b] = float(u @ ca @ u + v @ cb @ v)
+        noise = noise + extra       # in the allowance's spread only (the estimate as before)
+    return est, noise
 
 
 def floor_binds(rel, design):
@@ -1816,7 +1917,7 @@ def floor_binds(rel, design):
     >>> floor_binds(rel(np.diag([100.0, 25.0, 0.5])), des)    # one below lambda: shrunk
     True
     """
-    if _blocks(design.key)[0][0] != "lin":
+    if not _unchecked_linear(design.key):
         return None
     lam = _test_floor(design.key, _lam(design, rel))
     M = rel.gram + lam * _penalty(design.key)
@@ -1993,6 +2094,10 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
 def model_text(design):
     """What the released regression fits (public words, for the record and the caveats)."""
     d, r, i = design.d, design.rich_intervals, design.intervals
+    if design.model == "linear" and _poly_key(design.key):
+        return (f"a linear function of each of the {d} column(s) of z; the rich fit (every "
+                f"product of cubic polynomials in clip(t_j / {POLY_BOX:g}, -1, 1) of the "
+                "columns) checks it")
     if design.model == "linear":
         inter = (f" and a {_check_words(design)[0]} interaction block"
                  if 2 <= d <= CHECK_MAX_D else "")
@@ -2012,6 +2117,9 @@ def model_text(design):
 
 def _check_words(design):
     """The check block's name and what it cannot see (public words)."""
+    if _poly_key(design.key):
+        return "cubic", (f"beyond a product of cubics in clip(t_j / {POLY_BOX:g}, -1, 1) "
+                         "of the columns")
     if _quad_check(design.d, design.model):
         return "quadratic", "beyond a quadratic in each column on [-1.5, 1.5]"
     return "multilinear", "that are not multilinear"
@@ -2029,17 +2137,21 @@ def additive_caveat(design):
     if design.model == "linear":
         what = ("assume='linear': the user stated that E[X | Z] and E[Y | Z] are linear in "
                 "the columns of z; ")
-        what += ("the nested cubic fit's estimated bias is in the variance, and the test "
-                 "refuses (p = 1, fail-safe) where it finds the assumption false; what it "
-                 "cannot see (structure finer than the rich fit's knots"
-                 + (", interactions " + _check_words(design)[1]
-                    if 2 <= design.d <= CHECK_MAX_D else
-                    ", any interaction of the columns (not checked beyond "
-                    f"{CHECK_MAX_D} columns)" if design.d > 1 else "")
-                 + ") is not covered." if design.checked else
-                 "at this n and epsilon the assumption could not be checked, so the level "
-                 "rests on it.")
-        return base + what
+        if not design.checked:
+            return base + what + ("at this n and epsilon the assumption could not be "
+                                  "checked, so the level rests on it.")
+        if _poly_key(design.key):
+            blind = ("what no linear function of t plus a product of cubic polynomials in "
+                     f"clip(t_j / {POLY_BOX:g}, -1, 1) of the columns represents")
+        else:
+            blind = "structure finer than the rich fit's knots" + (
+                ", interactions " + _check_words(design)[1] if 2 <= design.d <= CHECK_MAX_D
+                else ", any interaction of the columns (not checked beyond "
+                f"{CHECK_MAX_D} columns)" if design.d > 1 else "")
+        return base + what + ("the nested cubic fit's estimated bias is in the variance, "
+                              "and the test refuses (p = 1, fail-safe) where it finds the "
+                              f"assumption false; what it cannot see ({blind}) is not "
+                              "covered.")
     if design.model == "additive" and design.d > 1:
         what = ("assume='additive': the user stated that E[X | Z] and E[Y | Z] are additive "
                 "in the columns of z; ")

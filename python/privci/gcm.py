@@ -555,9 +555,12 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         not seen: use it where the design makes the model plausible.
         ``"linear"``: a
         linear function of each column (few coefficients: small samples);
-        its check (splines with 4 intervals per column and the same
-        interaction block) runs where n and epsilon resolve it; unchecked, the fit uses
-        the rows with every column of (z - z_center) / z_scale in [-2, 2].
+        its check runs where n and epsilon resolve it: splines with 4
+        intervals per column and the same interaction block, or (1 to 3
+        columns, where the rule predicts more power from it) every product of
+        cubic polynomials in clip(t_j, -1, 1) beside the linear fit's own
+        features, on the rows with every column of t = (z - z_center) /
+        z_scale in [-2, 2]; unchecked, the fit uses those rows too.
         The model and whether it was checked are in ``res.fit_check`` and the
         caveats; where unchecked, the level rests on the assumption.
     assume_additive : bool, default False

@@ -390,10 +390,16 @@ class PrivateTestResult(_ReprMixin):
                 details.append(f"bias allowance {100 * fc['allowance_share']:.0f}% of the "
                                "variance")
             if fc.get("model") == "linear":
-                details.append("assume='linear': a linear function of each column" + (
-                    f", checked by a nested fit of cubic splines, "
-                    f"{fc.get('rich_intervals', '?')} intervals per column"
-                    if fc.get("checked") else ", not checked"))
+                from ._spline import POLY_INTERVALS
+                if not fc.get("checked"):
+                    how = ", not checked"
+                elif fc.get("intervals") == POLY_INTERVALS:
+                    how = (", checked by a nested fit of every product of cubic polynomials "
+                           "in the clipped columns")
+                else:
+                    how = (f", checked by a nested fit of cubic splines, "
+                           f"{fc.get('rich_intervals', '?')} intervals per column")
+                details.append("assume='linear': a linear function of each column" + how)
             elif "intervals" in fc:
                 details.append(f"{fc['intervals']} spline intervals per column, nested rich "
                                f"fit {fc.get('rich_intervals', '?')}, interactions "

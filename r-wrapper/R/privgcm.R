@@ -56,7 +56,9 @@
 #'   2 to 4 columns the nested fit's interaction block checks it where n and
 #'   epsilon allow, products of quadratics in each column for 2 and 3 columns,
 #'   multilinear for 4) or `"linear"` (a linear function of each column,
-#'   checked with splines per column and the same block); the model and
+#'   checked with splines per column and the same block, or for 1 to 3
+#'   columns where the rule predicts more power from it with every product of
+#'   cubics in clip(t_j, -1, 1) on the rows inside \[-2, 2\]); the model and
 #'   whether it was checked are in the caveats. Without it, two or more
 #'   columns of z are refused (an error naming the models that resolve)
 #'   before anything is spent.
