@@ -165,6 +165,9 @@ def test_the_rule_takes_the_polynomial_check_where_it_predicts_more_power():
         S._choose_design.cache_clear()
     assert spline.checked and spline.intervals == S.LINEAR_CHECK
     assert pick[20.0].predicted["critical"] < 0.8 * spline.predicted["critical"]
+    # the result names the check by its intervals (results.py cannot import _spline)
+    from privci import results
+    assert results._POLY_INTERVALS == S.POLY_INTERVALS != S.LINEAR_CHECK
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 5])

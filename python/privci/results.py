@@ -390,10 +390,9 @@ class PrivateTestResult(_ReprMixin):
                 details.append(f"bias allowance {100 * fc['allowance_share']:.0f}% of the "
                                "variance")
             if fc.get("model") == "linear":
-                from ._spline import POLY_INTERVALS
                 if not fc.get("checked"):
                     how = ", not checked"
-                elif fc.get("intervals") == POLY_INTERVALS:
+                elif fc.get("intervals") == _POLY_INTERVALS:
                     how = (", checked by a nested fit of every product of cubic polynomials "
                            "in the clipped columns")
                 else:
@@ -409,6 +408,11 @@ class PrivateTestResult(_ReprMixin):
             head += f"\n    fit check: {verdict}" + (f" ({'; '.join(details)})"
                                                        if details else "")
         return head + priv + "\n)"
+
+
+# privci._spline.POLY_INTERVALS: the "intervals" of the linear fit's polynomial check (this
+# module may not import _spline, which imports it; a test asserts they agree)
+_POLY_INTERVALS = 1
 
 
 @dataclass(frozen=True, repr=False)
