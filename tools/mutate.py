@@ -220,6 +220,12 @@ MUTANTS = [
             "test_the_rule_takes_the_polynomial_check_where_it_predicts_more_power",
             "tests/test_vignette_level_break.py::"
             "test_polynomial_check_holds_cubic_and_odd_nulls_and_finds_linear_dependence")),
+    Mutant("additive-auto-window-quantile", "_gcm_pipeline.py",
+           r"^STATED_BOUND_WIDTH = 2\.0 ", "STATED_BOUND_WIDTH = 1.0 ",
+           "\"auto\" windows under assume='additive' at the released quantile itself (true "
+           "additive nulls rejected in up to 0.45)", 1, False,
+           ("tests/test_spline.py::"
+            "test_auto_windows_under_the_additive_model_are_twice_the_released_quantile",)),
     Mutant("quad-check-off", "_spline.py",
            r"^QUAD_CHECK_MAX_D = 3 ", "QUAD_CHECK_MAX_D = None ",
            "the stated models checked by the multilinear block (stop 44's check, blind to "

@@ -298,6 +298,26 @@ def shift_scale_z(inp, zc, zs):
     return inp
 
 
+STATED_BOUND_WIDTH = 2.0  # "auto" x/y bounds under assume="additive" with two or more columns
+#                          of z: the window is this many times the released quantile (stop
+#                          46).  The released 0.8 quantile of |x - centre| clips a fifth of
+#                          the rows, and a clipped x is not additive in z even where x is:
+#                          at n = 10^4, 200 true-model nulls per cell, the shared square
+#                          (z1^2 - 1) / 2 at epsilon 1 was rejected in 0.450, tanh(2 z1) in
+#                          0.115, three linear columns in 0.105; with 2: 0.150, 0.050, 0.055
+#                          (vignettes/README.md, stop 46).  Not under "linear" (true-model
+#                          nulls at most 0.065 with the quantile itself, and power at
+#                          epsilon 1 fell from 0.90 to 0.30 with 2)
+
+
+def _bound_width(par, inp):
+    """The factor on the released "auto" x/y bounds: STATED_BOUND_WIDTH under
+    assume="additive" with two or more columns of z, else 1 (public numbers: the model
+    and d)."""
+    d = 0 if inp.za is None else inp.za.shape[1]
+    return STATED_BOUND_WIDTH if (par.model == "additive" and d > 1) else 1.0
+
+
 def release_public(par, plan, inp, zs_pub):
     """Release the "auto" z centres, z scales and x/y bounds and centres, in that order,
     each with the plan's share.  Returns the releases and a copy of the inputs shifted and
@@ -328,10 +348,20 @@ def release_public(par, plan, inp, zs_pub):
                 want_center=(a["x_center"], a["y_center"]),
                 want_bound=(a["x_bound"], a["y_bound"]),
                 x_center=inp.xc, y_center=inp.yc, rng=user_rng)
+        width = _bound_width(par, inp)
+        if width != 1.0 and (a["x_bound"] or a["y_bound"]):
+            out.caveats = out.caveats + (
+                f'"auto" x/y bounds under assume=\'additive\' with {inp.za.shape[1]} columns '
+                f"of z: the clipping window is {width:g} times the released quantile of "
+                "|x - centre| (a tighter window clips more rows, and a clipped x is no "
+                "longer additive in z where x is: true-model nulls were rejected in up to "
+                "0.45 of data sets with the quantile itself; the unchecked fit at small "
+                "epsilon still was in 0.15, stop 46).",)
         for key, attr in (("x_center", "xc"), ("y_center", "yc"), ("x_bound", "xb"),
                           ("y_bound", "yb")):
             if out.xy.get(key) is not None:
-                setattr(inp, attr, np.asarray(out.xy[key], dtype=np.float64))
+                v = np.asarray(out.xy[key], dtype=np.float64)
+                setattr(inp, attr, v * width if key.endswith("bound") else v)
     return out, inp
 
 

@@ -438,7 +438,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         Public bounds; data outside [center - bound, center + bound] are
         clipped.  ``"auto"``: released with differential privacy from the
         data (a private upper quantile of |x - centre|, see
-        :func:`privci.bounds.private_bounds`), spending ``bounds_epsilon``.
+        :func:`privci.bounds.private_bounds`), spending ``bounds_epsilon``;
+        under ``assume="additive"`` with two or more columns of z the window is
+        twice the released quantile (a clipped x is not additive in z where x
+        is; the result's caveats say so).
     ridge_lambda : float, "cv" or None, default None
         ``regression="krr"`` only (like ``kernel_sigma``, ``cv_lambdas``,
         ``kernel_approximation``, ``n_features``, ``feature_rng`` and
