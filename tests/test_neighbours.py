@@ -1527,9 +1527,11 @@ def test_checked_linear_fit_polynomial_check_neighbours(d):
     rule takes at n = 80, epsilon 10^4: row 0 moved between the signed block's corners
     (+-2, its L1 bound 1 + d), the tensor's box edge, the centre, beyond the box (left out)
     and +-1.8e308; every release within its stated sensitivity, and the fit's releases
-    reach at least 0.6 of it."""
+    reach at least 0.55 of it (0.6 measured at two and three columns: the signed block's
+    constant never changes sign, so the bound's corner-to-corner term is not attained;
+    a constant stated 1.8 times too large would be seen)."""
     box = privci._spline.POLY_BOX
     best = _checked_linear_neighbours(
         d, "mcub", [2.0, -2.0, box, -box, 0.0, 4.0, 1.7976931348623157e308,
                     -1.7976931348623157e308], (2.0, -2.0, box, 0.0, 4.0, 1e308))
-    assert best >= 0.6, best
+    assert best >= 0.55, best
