@@ -279,10 +279,12 @@ class Design:
     which resolves interactions), ``"additive"`` (cubic splines per column; the rich fit
     adds an interaction block, the check of the assumption, where ``checked``: quadratic
     products for 2 and 3 columns, multilinear for 4) or ``"linear"`` (a linear function of
-    each column; the rich fit is a cubic polynomial per column and the same interaction
-    block, the check, where ``checked``).  ``intervals`` per column in the test basis
-    (the rich basis has twice as many; for ``"linear"`` it is the rich basis' own), the
-    epsilon split and the block count.
+    each column; where ``checked``, the rich fit is the spline check, a cubic polynomial
+    per column and the same interaction block, or for 1 to POLY_CHECK_MAX_D columns, with
+    ``intervals`` POLY_INTERVALS, the polynomial check: the signed block and the cubic
+    Bernstein tensor).  ``intervals`` per column in the test basis (the rich basis has
+    twice as many; for ``"linear"`` it is the rich basis' own), the epsilon split and the
+    block count.
     """
 
     d: int
@@ -417,7 +419,8 @@ def _blocks(key):
     QUAD_CHECK_MAX_D columns), each block's features >= 0
     with sum at most 1; or ("lin", d, T) the signed features (1, s_1, ..., s_d),
     s_j = clip(t_j / T, -1, 1) of the unchecked linear fit, of L1 norm at most 1 + d (it
-    counts as 1 + d blocks in the sensitivities)."""
+    counts as 1 + d blocks in the sensitivities); the polynomial check is that block and
+    ("mcub", d, POLY_BOX), the cubic Bernstein products (s = d + 2)."""
     d, model, intervals, checked = key
     res = _rich_res(key)
     if model == "full" and d == 2:
@@ -694,7 +697,9 @@ def _check_contrasts(key):
     The quadratic block (3^d - 1 - 2d such contrasts): its 2^d - 1 - d largest, as many as
     the multilinear block has (``QUAD_RULE_ALL``: all of them), so the rule checks where
     it did; the smaller ones (z1^2 z2^2 and the like) may be shrunk by the floor, which
-    can only make the check see less of them, and the level was measured (stop 45)."""
+    can only make the check see less of them, and the level was measured (stop 45).  The
+    polynomial check's cubic tensor, regressed on the signed block: its
+    :func:`_poly_rule_count` largest nonlinear contrasts."""
     blocks, st = _blocks(key), _block_starts(key)
     if not any(b[0] in CHECK_DEGREE for b in blocks):
         return np.zeros(0)
@@ -745,7 +750,7 @@ def _central_quotients(key):
     z = np.clip(rng.standard_normal((8192, d)), -SPLINE_RANGE, SPLINE_RANGE)
     if model == "linear" and not checked:
         return np.linalg.eigvalsh(_reference(key))
-    if _blocks(key)[0][0] == "lin":
+    if _poly_key(key):
         # the checked linear fit (signed block + cubic tensor): the test fit's directions
         # and the check's nonlinear contrasts
         A = _insertion(key)
@@ -932,7 +937,8 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
 
     A stated model is *checked* where the check is resolvable too (``"additive"``: a
     multilinear interaction block in the rich fit, 2 to 4 columns; ``"linear"``: a cubic
-    polynomial per column); else it is fitted unchecked (``checked`` False, and the
+    polynomial per column, or the polynomial check, whichever has the lower predicted
+    critical value); else it is fitted unchecked (``checked`` False, and the
     result says the assumption was not checked).  ``certified`` is False where nothing is
     resolvable (or ``"full"`` with three or more columns): privgcm then refuses before
     spending anything.
@@ -1874,12 +1880,12 @@ def _debiased(Dx, Dy, Kx, Ky, bx, by, rel_x, rel_y, Gp, cross=False):
     est = np.sqrt(np.maximum(raw2 - noise, 0.0))
     if cross:
         extra = np.zeros(noise.shape)
+        cys = [_noise_cov(rel_y, by[:, b]) for b in range(Dy.shape[1])]
+        us = [Kx.T @ (Gp @ Dy[:, b]) for b in range(Dy.shape[1])]
         for a in range(Dx.shape[1]):
             ca = _noise_cov(rel_x, bx[:, a])
             v = Ky.T @ (Gp @ Dx[:, a])
-            for b in range(Dy.shape[1]):
-                cb = _noise_cov(rel_y, by[:, b])
-                u = Kx.T @ (Gp @ Dy[:, b])
+            for b, (cb, u) in enumerate(zip(cys, us)):
                 extra[a, b] = float(u @ ca @ u + v @ cb @ v)
         noise = noise + extra       # in the allowance's spread only (the estimate as before)
     return est, noise
@@ -2094,7 +2100,7 @@ def mechanism_text(design, p, q, rel_x, rel_y, noise_mechanism, sums_sensitivity
 def model_text(design):
     """What the released regression fits (public words, for the record and the caveats)."""
     d, r, i = design.d, design.rich_intervals, design.intervals
-    if design.model == "linear" and _poly_key(design.key):
+    if _poly_key(design.key):
         return (f"a linear function of each of the {d} column(s) of z; the rich fit (every "
                 f"product of cubic polynomials in clip(t_j / {POLY_BOX:g}, -1, 1) of the "
                 "columns) checks it")
