@@ -1735,3 +1735,43 @@ def test_auto_windows_under_the_additive_model_are_twice_the_released_quantile()
         warnings.simplefilter("ignore")
         one = privci.privgcm(x, y, z[:, 0], epsilon=5.0, rng=7, **auto).privacy
     assert not any("clipping window" in c for c in one.caveats)
+
+
+def test_unchecked_additive_fit_carries_an_allowance_for_its_ridge(monkeypatch):
+    """Stop 47: the unchecked additive fit (no interaction block: two columns at n = 10^4,
+    epsilon 1) carries an allowance for its ridge's shrinkage bias -- the canonical part
+    (an unshrunk fit on coarse directions against the test fit's projection), estimated
+    on the released Gram not lowered and spread with the bias-times-noise terms.  It is
+    post-processing: with the allowance switched off the same seed releases the same
+    values (the record's releases are equal) and only the variance changes.  The estimate
+    grows with a nonlinearity the ridge shrinks ((z1^2 - 1) / 2 shared by x and y)."""
+    from privci import _spline as S
+
+    def run(a, seed):
+        rng = np.random.default_rng(4700 + seed)
+        n = 10_000
+        z = rng.normal(size=(n, 2))
+        f = a * (z[:, 0] ** 2 - 1) / 2
+        x = f + z[:, 1] + rng.normal(size=n)
+        y = f - 0.5 * z[:, 1] + rng.normal(size=n)
+        kw = dict(x_center=0.0, y_center=0.0, x_bound=4 * math.sqrt(2 + a * a / 2),
+                  y_bound=4 * math.sqrt(2.25 + a * a / 2), z_center=0.0, z_scale=1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return privci.privgcm(x, y, z, epsilon=1.0, rng=seed, assume="additive", **kw)
+
+    got = {a: [run(a, s) for s in range(5)] for a in (0.0, 2.0)}
+    for res in got[0.0] + got[2.0]:
+        assert res.fit_check["checked"] is False and res.fit_check["resolvable"]
+        assert res.fit_check["variance_parts"]["allowance"] > 0.0
+        assert any("shrinkage" in c for c in res.privacy.caveats)
+    mean = {a: np.mean([r.fit_check["variance_parts"]["estimate"] for r in got[a]])
+            for a in got}
+    assert mean[2.0] > 3.0 * max(mean[0.0], 1.0), mean
+    monkeypatch.setattr(S, "ADDITIVE_ALLOWANCE", False)
+    off = run(2.0, 3)
+    on = got[2.0][3]
+    assert off.fit_check["variance_parts"]["allowance"] == 0.0
+    assert [(r.epsilon, r.noise_scale) for r in off.privacy.releases] == \
+        [(r.epsilon, r.noise_scale) for r in on.privacy.releases]
+    assert abs(off.statistic) > abs(on.statistic)

@@ -203,3 +203,17 @@ def test_polynomial_check_holds_cubic_and_odd_nulls_and_finds_linear_dependence(
         got[cls] = rows[0]["rejections"]
     assert got["m_herm13"] <= 8 and got["m_odd2"] <= 8, got
     assert got["m_linear2"] >= 40, got
+
+
+def test_unchecked_additive_fit_holds_the_shared_square_null_with_auto_windows(tmp_path):
+    """Stop 47: under assume='additive' at n = 10^4, epsilon 1 ("auto" windows) the fit is
+    unchecked, and its ridge shrank (z1^2 - 1) / 2, shared by x and y, in both halves
+    alike: 0.210 of 200 nulls rejected (0.150 on another seed) before the unchecked
+    additive fit carried its allowance, 0.020 after.  Here 100 data sets, at most 10
+    rejections: a true rate of 0.05 exceeds 10 with chance 0.011, and a rate of 0.21 stays
+    at or below 10 with chance 0.004."""
+    ls = _load("level_stress")
+    rows = ls.main(["--classes", "m_square2", "--n", "10000", "--eps", "1", "--params", "auto",
+                    "--reps", "100", "--workers", "1", "--seed", "4780000",
+                    "--assume", "additive", "--out", str(tmp_path / "sq.csv")])
+    assert rows[0]["rejections"] <= 10, rows[0]

@@ -226,6 +226,14 @@ MUTANTS = [
            "additive nulls rejected in up to 0.45)", 1, False,
            ("tests/test_spline.py::"
             "test_auto_windows_under_the_additive_model_are_twice_the_released_quantile",)),
+    Mutant("additive-allowance-off", "_spline.py",
+           r"^ADDITIVE_ALLOWANCE = True ", "ADDITIVE_ALLOWANCE = False ",
+           "the unchecked additive fit without an allowance for its ridge's shrinkage (a "
+           "shared square null rejected in 0.21 with 'auto' windows at epsilon 1)", 1, False,
+           ("tests/test_spline.py::"
+            "test_unchecked_additive_fit_carries_an_allowance_for_its_ridge",
+            "tests/test_vignette_level_break.py::"
+            "test_unchecked_additive_fit_holds_the_shared_square_null_with_auto_windows")),
     Mutant("quad-check-off", "_spline.py",
            r"^QUAD_CHECK_MAX_D = 3 ", "QUAD_CHECK_MAX_D = None ",
            "the stated models checked by the multilinear block (stop 44's check, blind to "
