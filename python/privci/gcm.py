@@ -565,7 +565,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         features, on the rows with every column of t = (z - z_center) /
         z_scale in [-2, 2]; unchecked, the fit uses those rows too.
         The model and whether it was checked are in ``res.fit_check`` and the
-        caveats; where unchecked, the level rests on the assumption.
+        caveats; where unchecked, the level rests on the assumption (the
+        unchecked additive fit's test still allows for its ridge's shrinkage,
+        estimated from an unshrunk coarse fit, and fails safe where it is
+        large).
     assume_additive : bool, default False
         The older spelling of ``assume="additive"``.
 
