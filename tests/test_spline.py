@@ -1742,8 +1742,8 @@ def test_unchecked_additive_fit_carries_an_allowance_for_its_ridge(monkeypatch):
     epsilon 1) carries an allowance for its ridge's shrinkage bias -- the canonical part
     (an unshrunk fit on coarse directions against the test fit's projection), estimated
     on the released Gram not lowered and spread with the bias-times-noise terms.  It is
-    post-processing: with the allowance switched off the same seed releases the same
-    values (the record's releases are equal) and only the variance changes.  The estimate
+    post-processing: with the allowance switched off in the test the same seed releases
+    the same values (the record's releases are equal) and only the variance changes.  The estimate
     grows with a nonlinearity the ridge shrinks ((z1^2 - 1) / 2 shared by x and y)."""
     from privci import _spline as S
 
@@ -1768,10 +1768,40 @@ def test_unchecked_additive_fit_carries_an_allowance_for_its_ridge(monkeypatch):
     mean = {a: np.mean([r.fit_check["variance_parts"]["estimate"] for r in got[a]])
             for a in got}
     assert mean[2.0] > 3.0 * max(mean[0.0], 1.0), mean
-    monkeypatch.setattr(S, "ADDITIVE_ALLOWANCE", False)
+    # the allowance off in the test alone (the rule's design, cached from the runs above,
+    # stays the same: the switch ADDITIVE_ALLOWANCE would also move the split, see
+    # test_unchecked_additive_fit_competes_on_power_above_its_minimum_share)
+    monkeypatch.setattr(S, "_has_allowance", lambda key: bool(key[3]))
     off = run(2.0, 3)
     on = got[2.0][3]
     assert off.fit_check["variance_parts"]["allowance"] == 0.0
     assert [(r.epsilon, r.noise_scale) for r in off.privacy.releases] == \
         [(r.epsilon, r.noise_scale) for r in on.privacy.releases]
     assert abs(off.statistic) > abs(on.statistic)
+
+
+def test_unchecked_additive_fit_competes_on_power_above_its_minimum_share(monkeypatch):
+    """Stop 47: with its allowance, the unchecked additive fit takes the split with the
+    least predicted critical value among those giving the fit at least
+    ADDITIVE_MIN_SHARE (0.7) of epsilon, not the largest resolvable share (0.8).  Without
+    the allowance (or with the minimum off) it keeps the largest share; a checked fit is
+    not affected.  0.6 let a shared-square null through on the pilot runs (0.075 of 200
+    at n = 10^4, epsilon 5, public windows)."""
+    def share(n, d, eps, model="additive"):
+        des = S.choose_design(n, d, 1, 1, eps, model=model)
+        return des.eps_fit / (des.eps_fit + des.eps_test), des.checked
+
+    assert S.ADDITIVE_MIN_SHARE == 0.7
+    cells = [(10_000, 2, 1.0), (10_000, 2, 5.0), (10_000, 3, 5.0), (1_000, 2, 5.0),
+             (100_000, 3, 5.0), (10_000, 5, 10.0)]
+    got = {c: share(*c) for c in cells}
+    for c, (f, checked) in got.items():
+        assert not checked and f >= S.ADDITIVE_MIN_SHARE - 1e-9, (c, f)
+    assert any(f < max(S.FIT_SHARES) - 1e-9 for f, _ in got.values()), got
+    assert share(10_000, 2, 5.0)[0] == pytest.approx(0.7)
+    assert share(10_000, 2, 100.0)[1]           # checked there: unaffected
+    for name, value in (("ADDITIVE_MIN_SHARE", None), ("ADDITIVE_ALLOWANCE", False)):
+        with monkeypatch.context() as m:
+            m.setattr(S, name, value)
+            for c in cells:
+                assert share(*c)[0] == pytest.approx(max(S.FIT_SHARES)), (name, c)

@@ -31,9 +31,10 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    (:func:`_predicted_as_tested`; since stop 40: the delta-method bound used before was
    3 to 4 times too large and gave the fits 0.7 to 0.8 of epsilon where about 0.5 has
    more power).  An unchecked stated model takes the largest resolvable fit share (its
-   ridge's shrinkage bias grows as the share falls; since stop 47 the unchecked additive
-   fit's test carries an allowance for it, :func:`_has_allowance`), except the unchecked
-   linear fit (no ridge) at splits keeping every central direction at ``LINEAR_FREE_RHO``; near its edge it
+   ridge's shrinkage bias grows as the share falls), except the unchecked additive fit,
+   whose test carries an allowance for that bias since stop 47 (:func:`_has_allowance`)
+   and which competes on power among the splits giving it at least
+   ``ADDITIVE_MIN_SHARE``, and the unchecked linear fit (no ridge) at splits keeping every central direction at ``LINEAR_FREE_RHO``; near its edge it
    takes the split that needs the least effect for power 0.8 counting the chance that its
    floor binds on the reference (``LINEAR_MARGIN``, :func:`_bind_probability`; the test
    fails safe there).  Where no split resolves even I = 4,
@@ -237,6 +238,13 @@ CERT_RHO_LINEAR_UNCHECKED = 0.7   # the unchecked linear fit (since stop 41): gu
 LINEAR_FREE_RHO = 0.9     # the unchecked linear fit competes on power at any split that
 #                           keeps every central direction at this share (else: the largest
 #                           resolvable share, as every unchecked fit); None: never
+ADDITIVE_MIN_SHARE = 0.7  # the unchecked additive fit (its allowance bounds the ridge's shrinkage
+#                           since stop 47, :func:`_has_allowance`) competes on power among the
+#                           splits giving the fit at least this share (else the largest
+#                           resolvable one, 0.8).  Chosen on pilot runs (n = 10^4, epsilon 5):
+#                           0.6 let the shared square null through (0.075 of 200, Wilson upper
+#                           0.120; free: 0.115), 0.7 held it (0.035-0.040) and raised the power
+#                           of two linear columns, public windows, from 0.23 to 0.52.  None: off
 LINEAR_MARGIN = True      # the unchecked linear fit near its edge: the split that needs the
 #                           least effect for power LINEAR_POWER_TARGET, counting the chance
 #                           that its floor binds on the rule's public reference (the test
@@ -969,13 +977,16 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
                           tuple(GRAM_SHARES), tuple(INTERVAL_CHOICES), float(CERT_RHO),
                           float(RES_TOL), float(RICH_FLOOR), float(UCB_Z),
                           None if LINEAR_FREE_RHO is None else float(LINEAR_FREE_RHO),
-                          bool(LINEAR_MARGIN), float(LINEAR_POWER_TARGET))
+                          bool(LINEAR_MARGIN), float(LINEAR_POWER_TARGET),
+                          bool(ADDITIVE_ALLOWANCE),
+                          None if ADDITIVE_MIN_SHARE is None else float(ADDITIVE_MIN_SHARE))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                    interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0,
-                   linear_free_rho=None, linear_margin=False, power_target=0.8):
+                   linear_free_rho=None, linear_margin=False, power_target=0.8,
+                   additive_allowance=True, additive_min_share=None):
     # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
@@ -1020,9 +1031,8 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                 break                 # a checked design where one is resolvable
     certified = bool(cands)
     if cands and not cands[0][6][3]:
-        # bias first: without a check the ridge's shrinkage bias (since stop 47 in the
-        # unchecked additive fit's allowance, :func:`_has_allowance`, at a cost in power)
-        # grows as the fit's share falls: raw_units under "additive" at n = 10^4, epsilon
+        # bias first: without a check the ridge's shrinkage bias grows as the fit's share
+        # falls: raw_units under "additive" at n = 10^4, epsilon
         # 1 rejected 0.073 of 300 nulls at the power-optimal share 0.5, 0.040 at 0.8), so
         # an unchecked fit gets the largest share any resolvable split has
         # -- except the unchecked linear fit where a split keeps every central direction
@@ -1032,8 +1042,14 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
         # instead of 20.3 at the largest share)
         fmax = max(c[2] for c in cands)
         free = (linear_free_rho is not None and _unchecked_linear(cands[0][6]))
-        cands = [c for c in cands if c[2] == fmax or (
-            free and _least_kept(n, c[6], c[2] * epsilon, c[3]) >= linear_free_rho)]
+        if (additive_allowance and additive_min_share is not None
+                and cands[0][6][1] == "additive"):
+            # stop 47: the unchecked additive fit's allowance bounds its ridge's shrinkage,
+            # so the splits giving the fit at least additive_min_share compete on power
+            cands = [c for c in cands if c[2] >= min(additive_min_share, fmax) - 1e-9]
+        else:
+            cands = [c for c in cands if c[2] == fmax or (
+                free and _least_kept(n, c[6], c[2] * epsilon, c[3]) >= linear_free_rho)]
     if cands:
         # power first, resolution next: the least predicted critical value of S, but the
         # finest resolution whose critical value is within RES_TOL of that least one
