@@ -950,19 +950,26 @@ def test_rule_choices_are_in_their_sets_and_the_split_is_exact(n, d, model):
             crit = des.predicted["critical"]
             # an unchecked fit takes the largest resolvable share (bias first), except the
             # unchecked linear fit at splits keeping every central direction at
-            # LINEAR_FREE_RHO; checked: any split
+            # LINEAR_FREE_RHO and (stop 47) the unchecked additive fit, whose allowance
+            # bounds its ridge's shrinkage, at splits of at least ADDITIVE_MIN_SHARE
+            # (or the largest, if less); checked: any split
             fmax = max(f for f in S.FIT_SHARES for g in S.GRAM_SHARES
                        if S._resolvable(n, des.key, f * eps, g))
             free = (des.model == "linear" and not des.checked
                     and S.LINEAR_FREE_RHO is not None)
+            floor = (min(S.ADDITIVE_MIN_SHARE, fmax) if des.model == "additive"
+                     and not des.checked and S.ADDITIVE_ALLOWANCE
+                     and S.ADDITIVE_MIN_SHARE is not None else None)
 
             def allowed(key, f, g):
                 if not S._resolvable(n, key, f * eps, g):
                     return False
+                if floor is not None:
+                    return f >= floor - 1e-9
                 return des.checked or f == fmax or (
                     free and S._least_kept(n, key, f * eps, g) >= S.LINEAR_FREE_RHO)
             assert allowed(des.key, des.predicted["fit_share"], des.gram_share)
-            if not des.checked and not free:
+            if not des.checked and not free and floor is None:
                 assert des.predicted["fit_share"] == fmax
             for f in S.FIT_SHARES:
                 for g in S.GRAM_SHARES:
