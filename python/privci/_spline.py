@@ -34,9 +34,10 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    ridge's shrinkage bias grows as the share falls), except the unchecked additive fit,
    whose test carries an allowance for that bias since stop 47 (:func:`_has_allowance`)
    and which competes on power among the splits giving it at least
-   ``ADDITIVE_MIN_SHARE``, and the unchecked linear fit (no ridge) at splits keeping every central direction at ``LINEAR_FREE_RHO``; near its edge it
-   takes the split that needs the least effect for power 0.8 counting the chance that its
-   floor binds on the reference (``LINEAR_MARGIN``, :func:`_bind_probability`; the test
+   ``ADDITIVE_MIN_SHARE``, and the unchecked linear fit (no ridge) at splits keeping
+   every central direction at ``LINEAR_FREE_RHO``; near its edge it takes the split that
+   needs the least effect for power 0.8 counting the chance that its floor binds on the
+   reference (``LINEAR_MARGIN``, :func:`_bind_probability`; the test
    fails safe there).  Where no split resolves even I = 4,
    the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
    says why.  With two or more columns the design is never certified unless the user
@@ -1032,9 +1033,9 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
     certified = bool(cands)
     if cands and not cands[0][6][3]:
         # bias first: without a check the ridge's shrinkage bias grows as the fit's share
-        # falls: raw_units under "additive" at n = 10^4, epsilon
-        # 1 rejected 0.073 of 300 nulls at the power-optimal share 0.5, 0.040 at 0.8), so
-        # an unchecked fit gets the largest share any resolvable split has
+        # falls (raw_units under "additive" at n = 10^4, epsilon 1 rejected 0.073 of 300
+        # nulls at the power-optimal share 0.5, 0.040 at 0.8), so an unchecked fit gets
+        # the largest share any resolvable split has
         # -- except the unchecked linear fit where a split keeps every central direction
         # at linear_free_rho or more: it has no ridge, and the only shrinkage its floor can
         # put on it makes the test fail safe (:func:`floor_binds`), so such splits compete
