@@ -431,6 +431,9 @@ def main(argv=None):
     ap.add_argument("--multi", action="store_true",
                     help="the several-columns designs (MULTI) instead of --classes")
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--tensor", action="store_true",
+                    help="turn on the two-column tensor fit (privci._spline.FULL_MAX_D = 2; "
+                         "off in the package since stop 39) for designs without --assume")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out designs (HELDOUT) instead of --classes")
     ap.add_argument("--break31", action="store_true",
@@ -465,6 +468,11 @@ def main(argv=None):
                 for params in args.params:
                     cells.append((cls, n, eps, params))
     pubs = {cls: public(cls) for cls in args.classes}
+    import privci._spline as _S
+    full_max_d = _S.FULL_MAX_D
+    if args.tensor:          # the workers are forked: they inherit the switch
+        _S.FULL_MAX_D = 2
+        _S._choose_design.cache_clear()
     tasks = [(cls, n, eps, params, args.beta, args.seed + 7919 * ci + r, pubs[cls], assume)
              for ci, (cls, n, eps, params) in enumerate(cells) for r in range(args.reps)]
     if args.workers > 1:
@@ -472,6 +480,9 @@ def main(argv=None):
             out = pool.map(run_one, tasks, chunksize=2)
     else:
         out = [run_one(t) for t in tasks]
+    if args.tensor:
+        _S.FULL_MAX_D = full_max_d
+        _S._choose_design.cache_clear()
     rows = []
     print("| class | n | epsilon | parameters | rejection rate | 95% Wilson | not certified "
           "| refused |")

@@ -38,7 +38,10 @@
 #' @param auto,ranges PrivGCM's spline fit, when the Python package has them
 #'   (`NULL`: Python's default; not passed): `auto` which of privgcm's
 #'   parameters are released with part of `epsilon` (`"z"`, privgcm's default,
-#'   `"none"` or `"all"`), `ranges` the residual scales' public ranges.
+#'   `"none"` or `"all"`), `ranges` the regressions' public ranges in window
+#'   units (under a stated model 0.9 or more is not modelled: `NaN`, as
+#'   `regular = FALSE`, since the window's clip bends the regression out of
+#'   the model).
 #' @param regular `TRUE` (default): the design is one the planner models
 #'   (smooth regressions, z near normal). `FALSE` says it is not (a kink, a
 #'   step, z far from normal, binary or count x or y with released windows):
