@@ -434,9 +434,10 @@ CLIP_RANGE = 0.9     # a stated model's regression at least this close to its wi
 #                     48, released windows, ranges 0.93 to 1): linear2 predicted 0.906 /
 #                     0.969 / 0.969 against 0.74 / 0.75 / 0.86 (n = 10^5 at epsilon 1 and
 #                     5, n = 10^4 at 20; fail-safe 0.14 to 0.26 of true-linear data: the
-#                     clipped regression is not linear and the check sees it), additive2
-#                     0.411 against 0.21 at n = 10^4, epsilon 1; public 4-sd windows
-#                     (ranges 0.3 to 0.5): every cell but one within 0.10
+#                     clipped regression is not linear and the check sees it); public 4-sd
+#                     windows (ranges 0.3 to 0.5): every cell but one within 0.10.  Under
+#                     "additive" privgcm doubles a released window (STATED_BOUND_WIDTH),
+#                     which keeps the regression inside it (ranges 0.47 / 0.52 there)
 
 
 def _clip_leaves_model(model, d, ranges):
