@@ -149,3 +149,23 @@ def test_released_windows_clip_a_linear_regression_out_of_the_linear_model():
         out[params] = fs
     print(out)
     assert out["auto"] >= out["public"] + 4, out
+
+
+def test_power_decomposition_counts_a_refused_cell_as_not_rejecting(tmp_path):
+    """power_decomposition.py on a cell the default refuses from public numbers (one column
+    at n = 2000, epsilon 0.5: the rule's smallest epsilon there is about 0.95): the default
+    does not reject, the cell is marked refused, and the oracle is still measured (it
+    stopped with an error before stop 48)."""
+    from privci._spline import UnresolvableDesignError
+    import numpy as np
+    import privci
+    pd = _load("power_decomposition")
+    pub = pd.public_windows("readme", pd.BETA["readme"])
+    z, x, y, _, _ = pd.DESIGNS["readme"](2000, np.random.default_rng(0), pd.BETA["readme"])
+    with pytest.raises(UnresolvableDesignError):
+        privci.privgcm(x, y, z, epsilon=0.5, z_center=0.0, z_scale=1.0, **pub)
+    rows = pd.main(["--classes", "readme", "--n", "2000", "--eps", "0.5", "--params",
+                    "public", "--reps", "4", "--jobs", "1", "--out", str(tmp_path / "pd.csv")])
+    assert rows[0]["refused"] == 1.0 and rows[0]["default"] == 0.0
+    assert rows[0]["failsafe"] == 1.0 and 0.0 <= rows[0]["oracle"] <= 1.0
+    assert rows[0]["share"] == ""             # no decomposition without a released fit

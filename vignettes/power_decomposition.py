@@ -179,7 +179,16 @@ def run_one(task):
     else:
         kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
     # several columns of z need a stated model (the default refuses without one)
-    res = privci.privgcm(x, y, z, epsilon=eps, rng=rng, assume=STATED.get(cls), **kw)
+    from privci._spline import UnresolvableDesignError
+    try:
+        res = privci.privgcm(x, y, z, epsilon=eps, rng=rng, assume=STATED.get(cls), **kw)
+    except UnresolvableDesignError:
+        # refused before anything is spent (n epsilon too small for the fit): the default
+        # does not reject; the oracle on the public windows (nothing was released), and
+        # no decomposition (the default has no split to apply)
+        return {"default": False, "failsafe": True, "refused": True,
+                "oracle": _oracle_p(oracle_products(x, y, mx, my, pub), eps, 10,
+                                    rng) <= 0.05}
     b = res.privacy.bounds
     w = {k_: float(np.ravel(b[k_])[0]) for k_ in ("x_center", "x_bound", "y_center",
                                                    "y_bound")}
@@ -256,7 +265,8 @@ def main(argv=None):
         i += len(ts)
         cls, n, eps, params, beta = key
         row = {"class": cls, "n": n, "epsilon": eps, "params": params, "beta": beta,
-               "reps": len(got), "failsafe": sum(g["failsafe"] for g in got) / len(got)}
+               "reps": len(got), "failsafe": sum(g["failsafe"] for g in got) / len(got),
+               "refused": sum(bool(g.get("refused")) for g in got) / len(got)}
         for col in COLUMNS:
             vals = [g[col] for g in got if col in g]
             if not vals:
