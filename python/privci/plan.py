@@ -855,27 +855,25 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     else:
         nc = _gcm_power(n, epsilon, rho, sigma, C, k, alpha, mode)[1] if test == "privgcm" \
             else None
-    if clipped and regular:
+    if not details["modelled"]:
         import warnings
         details["regular_case_power"] = float(pval)
         pval = math.nan
-        warnings.warn(f"privci.plan: with assume={model!r}, ranges {rng_} put the regression "
-                      f"at its window's edge (at least {CLIP_RANGE:g}), so the power is not "
-                      "modelled (nan): the clip to the window bends a linear or additive "
-                      "regression out of the stated model, and the check's fail-safes that "
-                      "follow (measured: 0.14 to 0.26 of data sets with released windows) "
-                      "are not emulated; details['regular_case_power'] is what the "
-                      "approximation would say for an unclipped regression.", UserWarning,
-                      stacklevel=2)
-    if not regular:
-        import warnings
-        details["regular_case_power"] = float(pval)
-        pval = math.nan
-        warnings.warn("privci.plan: regular=False, so the power is not modelled (nan): a "
-                      "non-smooth regression, z far from normal or discrete x or y with "
-                      "released windows can move it far either way; details"
-                      "['regular_case_power'] is what the approximation would say for a "
-                      "regular case.", UserWarning, stacklevel=2)
+        if not regular:
+            why = ("privci.plan: regular=False, so the power is not modelled (nan): a "
+                   "non-smooth regression, z far from normal or discrete x or y with "
+                   "released windows can move it far either way; details"
+                   "['regular_case_power'] is what the approximation would say for a "
+                   "regular case.")
+        else:
+            why = (f"privci.plan: with assume={model!r}, ranges {rng_} put the regression "
+                   f"at its window's edge (at least {CLIP_RANGE:g}), so the power is not "
+                   "modelled (nan): the clip to the window bends a linear or additive "
+                   "regression out of the stated model, and the check's fail-safes that "
+                   "follow (measured: 0.14 to 0.26 of data sets with released windows) "
+                   "are not emulated; details['regular_case_power'] is what the "
+                   "approximation would say for an unclipped regression.")
+        warnings.warn(why, UserWarning, stacklevel=2)
     return PowerPlan(test=test, solved_for=solve, n=int(n), epsilon=float(epsilon),
                      power=float(pval), alpha=alpha, effect=effect, effect_sd=float(effect_sd),
                      rho=rho, sigma=sigma, sensitivity=C, n_blocks=k, noncentrality=nc,
