@@ -821,9 +821,12 @@ def _quantile_inputs(call, d):
     from privci import bounds
     seen = []
 
-    def fixed(values, alpha, epsilon, candidates, rng):
-        seen.append((np.array(values, dtype=np.float64, copy=True), float(alpha),
-                     float(epsilon), np.array(candidates, dtype=np.float64, copy=True)))
+    def fixed(values, alpha, epsilon, candidates, rng, power=0.0):
+        # the bounds' preference (power) enters as a public number: it is checked equal
+        # for both neighbours with alpha and epsilon
+        seen.append((np.array(values, dtype=np.float64, copy=True), (float(alpha),
+                     float(power)), float(epsilon),
+                     np.array(candidates, dtype=np.float64, copy=True)))
         # (value, epsilon spent, noise scale), as bounds._quantile returns
         return float(candidates[len(candidates) // 3]), float(epsilon), 2.0 / float(epsilon)
 

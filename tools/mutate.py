@@ -375,6 +375,13 @@ MUTANTS = [
            "privgcm (in memory) releases the statistics of zeroed x and y and returns "
            "p = 0.5: private, but not the test", 1, False,
            ("tests/test_neighbours.py::test_privgcm_neighbours",)),
+    # --- stop 49: the bounds' public preference for small candidates -------------------
+    Mutant("bound-preference-reads-data", "bounds.py",
+           r"pref = \(2\.0 / epsilon\) \* _log_preference\(candidates, power\)",
+           "pref = (2.0 / epsilon) * _log_preference(np.maximum(candidates, xs[-1]), power)",
+           "seeded bound: the preference's weights read the data's largest value (flat above "
+           "it: not a base measure, and the binary column's bound drifts to 10^9 again)", 1,
+           False, ("tests/test_bounds.py",)),
 ]
 
 

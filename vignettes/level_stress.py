@@ -230,6 +230,30 @@ def _b_bimodal(n, rng, beta):
     return z, np.tanh(z[:, 0]), z[:, 0] ** 2 / 4, (0.0, 2.06)
 
 
+# Built to break the released bounds' preference for small candidates (stop 49): columns
+# whose bound quantile sits on their largest value (a balanced binary x and y, a top-coded
+# x with 30% of its rows at the cap), and a rare binary x (10% ones).  Written before
+# their level was measured.
+def _t_binary_xy(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    return z, 1 / (1 + np.exp(-2 * z[:, 0])), 1 / (1 + np.exp(-np.sin(2 * z[:, 0]))), \
+        "binary_xy"
+
+
+def _t_topcoded(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    return z, np.tanh(z[:, 0]), z[:, 0] ** 2 / 2, "topcoded_x"
+
+
+def _t_rare_binary(n, rng, beta):
+    z = rng.normal(size=(n, 1))
+    return z, 0.1 + 0.05 * np.tanh(z[:, 0]), np.cos(z[:, 0]), "binary_x"
+
+
+BREAK49 = {"t_binary_xy": _t_binary_xy, "t_topcoded": _t_topcoded,
+           "t_rare_binary": _t_rare_binary}
+
+
 BREAK31 = {
     "b_sincos": _b_sincos, "b_sqlin": _b_sqlin, "b_max2": _b_max2,
     "b_lognormal": _b_lognormal, "b_exp_linear": _b_exp_linear, "b_t3_linear": _b_t3_linear,
@@ -302,13 +326,22 @@ MULTI = {
 
 
 def draw(cls, n, rng, beta=0.0):
-    z, fx, fy, extra = {**CLASSES, **HELDOUT, **BREAK31, **MULTI}[cls](n, rng, beta)
+    z, fx, fy, extra = {**CLASSES, **HELDOUT, **BREAK31, **BREAK49, **MULTI}[cls](n, rng, beta)
     ex = rng.normal(size=n)
     ey = rng.normal(size=n)
     if extra == "binary_x":
         x = (rng.uniform(size=n) < fx).astype(float)
         ex = x - fx
         y = fy + ey + beta * ex
+    elif extra == "binary_xy":
+        x = (rng.uniform(size=n) < fx).astype(float)
+        ex = x - fx
+        # y in {0, 1}: P(y = 1) = fy + beta ex, kept in [0.02, 0.98]
+        y = (rng.uniform(size=n) < np.clip(fy + beta * ex, 0.02, 0.98)).astype(float)
+    elif extra == "topcoded_x":
+        # x top-coded at the 0.7 quantile of its marginal law (about 0.56): 30% at the cap
+        x = np.minimum(fx + ex, 0.56)
+        y = fy + ey + beta * (x - np.mean(x))
     elif extra == "hetero":
         ex = (rng.exponential(size=n) - 1) * (0.5 + np.abs(z[:, 0]))
         x = fx + ex
@@ -436,6 +469,9 @@ def main(argv=None):
                          "off in the package since stop 39) for designs without --assume")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out designs (HELDOUT) instead of --classes")
+    ap.add_argument("--break49", action="store_true",
+                    help="the designs built to break the released bounds' preference "
+                         "(stop 49: BREAK49)")
     ap.add_argument("--break31", action="store_true",
                     help="the designs built to break the default at stop 31 (BREAK31)")
     ap.add_argument("--summarise", nargs="+", metavar="CSV",
@@ -454,6 +490,8 @@ def main(argv=None):
         args.classes = list(HELDOUT)
     if args.break31:
         args.classes = list(BREAK31)
+    if args.break49:
+        args.classes = list(BREAK49)
     if args.multi:
         args.classes = list(MULTI)
     assume = args.assume or ("additive" if args.assume_additive else None)
