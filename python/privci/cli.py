@@ -206,10 +206,10 @@ def demo(seed=None, out=sys.stdout):
         for eps in (2.0, 10.0):
             # the columns above are centred and scaled to sd 1 (public: how the data set is
             # distributed), z's unit scale; the windows of x and y are released ("auto",
-            # 0.1 of epsilon) around the public centres 0: at epsilon 10 both rows reject
-            # in 0.92 of 400 noise draws, at 8 in 0.91 and 0.86, against 0.64 / 0.42 and
-            # 0.34 / 0.18 with stop 42's fixed 4- and 3-sd windows and rule
-            # (vignettes/README.md, "Stop 43").  With three
+            # 0.1 of epsilon) around the public centres 0: at epsilon 10 the rows reject
+            # in 0.90 / 0.895 of 200 noise draws, at 8 in 0.88 / 0.88 (stop 49; stop 43:
+            # 0.92, and 0.91 / 0.86), against 0.64 / 0.42 and 0.34 / 0.18 with stop 42's
+            # fixed 4- and 3-sd windows and rule (vignettes/README.md, "Stop 43").  With three
             # columns of z at n = 442 no full fit exists (interactions of three columns)
             # and the additive one is not resolvable: the demo states the linear model,
             # the rung privci.plan names here (at epsilon 2 not even that: privgcm refuses
