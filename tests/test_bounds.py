@@ -538,3 +538,29 @@ def test_issue21_transform_maps_overflow_to_the_largest_float():
         warnings.simplefilter("error")
         out = rel.transform(np.array([[MAX], [0.0], [-MAX]]))
     assert out[0, 0] == MAX and out[2, 0] == -MAX and np.isfinite(out).all()
+
+
+def test_hardened_bounds_from_threads_restore_opendp_features():
+    # The hardened bound enables OpenDP's "honest-but-curious" feature only while it builds
+    # its public-weights step (the feature set is global): from four threads at once no
+    # call fails, and the feature is off again afterwards unless the caller had it on.
+    import threading
+    from opendp import mod
+    had = "honest-but-curious" in mod.GLOBAL_FEATURES
+    x = (np.random.default_rng(1).uniform(size=500) < 0.5).astype(float)
+    errors, got = [], []
+
+    def work():
+        try:
+            for _ in range(3):
+                got.append(bounds.private_bounds(x, epsilon=1.0).bound[0])
+        except Exception as exc:   # noqa: BLE001 - collected and asserted below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(got) == 12
+    assert ("honest-but-curious" in mod.GLOBAL_FEATURES) == had

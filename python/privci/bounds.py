@@ -243,6 +243,9 @@ def _dp():
     return domains, measurements, measures, metrics
 
 
+_FEATURE_LOCK = __import__("threading").Lock()
+
+
 def _log_preference(candidates, power):
     """The public log-weights -power ln(c / c_min) of the candidates (0 where power is 0;
     candidates at or below 0 take the weight of the smallest positive one)."""
@@ -297,15 +300,16 @@ def _opendp_quantile(values, alpha, epsilon, candidates, power=0.0):
         def add(s, shift=shift):
             return [min(int(a) + b, top) for a, b in zip(s, shift)]
 
-        had = "honest-but-curious" in mod.GLOBAL_FEATURES
-        mod.enable_features("honest-but-curious")
-        try:
-            public_shift = transformations.make_user_transformation(
-                score.output_domain, score.output_metric, score.output_domain,
-                score.output_metric, add, lambda d_in: d_in)
-        finally:
-            if not had:
-                mod.disable_features("honest-but-curious")
+        with _FEATURE_LOCK:      # OpenDP's feature set is global: one thread at a time
+            had = "honest-but-curious" in mod.GLOBAL_FEATURES
+            mod.enable_features("honest-but-curious")
+            try:
+                public_shift = transformations.make_user_transformation(
+                    score.output_domain, score.output_metric, score.output_domain,
+                    score.output_metric, add, lambda d_in: d_in)
+            finally:
+                if not had:
+                    mod.disable_features("honest-but-curious")
         meas = score >> public_shift >> measurements.then_noisy_max(
             measures.max_divergence(), scale=float(scale), negate=True)
         spent = meas.map(2)
