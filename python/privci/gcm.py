@@ -436,7 +436,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         epsilon-DP under the replacement of one row (x_i, y_i, z_i).
     x_bound, y_bound : float, one per column, or "auto"
         Public bounds; data outside [center - bound, center + bound] are
-        clipped.  ``"auto"``: released with differential privacy from the
+        clipped.  A column known to take two values a < b (a binary column:
+        0 and 1) has the public window centre (a + b) / 2, bound (b - a) / 2,
+        which maps it to -1 and 1 exactly (far more power than a 4-sd window;
+        docs: parameters, "Binary and few-valued columns").  ``"auto"``: released with differential privacy from the
         data (a private upper quantile of |x - centre|, see
         :func:`privci.bounds.private_bounds`), spending ``bounds_epsilon``;
         under ``assume="additive"`` with two or more columns of z the window is

@@ -33,7 +33,10 @@
 #' @param epsilon Privacy parameter (> 0).
 #' @param x_bound,y_bound Public bounds (one number, or one per column), fixed
 #'   before seeing the data: values outside \[center - bound, center + bound\]
-#'   are clipped.
+#'   are clipped. A column known to take two values a < b (a binary column: 0
+#'   and 1) has the public window centre (a + b) / 2, bound (b - a) / 2, which
+#'   maps it to -1 and 1 exactly (far more power than a 4-sd window; the
+#'   documentation's parameters page, "Binary and few-valued columns").
 #' @param x_center,y_center Public centres (one number, or one per column),
 #'   fixed before seeing the data; set them near the means of x and y, since
 #'   the ridge regression has no intercept.
