@@ -50,8 +50,8 @@ def calls(monkeypatch):
         seen.append((float(epsilon), float(info.scale)))
         return idx, info
 
-    def quantile(values, alpha, epsilon, candidates, rng):
-        value, spent, scale = quant(values, alpha, epsilon, candidates, rng)
+    def quantile(values, alpha, epsilon, candidates, rng, power=0.0):
+        value, spent, scale = quant(values, alpha, epsilon, candidates, rng, power)
         seen.append((float(epsilon), float(scale)))
         return value, spent, scale
 
