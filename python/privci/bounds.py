@@ -274,27 +274,20 @@ def _opendp_quantile(values, alpha, epsilon, candidates, power=0.0):
     met = metrics.symmetric_distance()
     cands = [float(c) for c in candidates]
     if power == 0.0:
-        scale = 2.0 / epsilon
-        for attempt in range(64):
-            meas = measurements.make_private_quantile(dom, met, measures.max_divergence(),
+        def build(scale):
+            return measurements.make_private_quantile(dom, met, measures.max_divergence(),
                                                       candidates=cands, alpha=float(alpha),
                                                       scale=scale)
-            # replacing one row of a data set of known size is a symmetric distance of 2
-            spent = meas.map(2)
-            if spent <= epsilon:
-                return float(meas(values.tolist())), scale, float(spent)
-            scale = float(np.nextafter(scale * max(1.0, spent / epsilon), np.inf)) \
-                if attempt < 8 else scale * (1.0 + 1e-12 * 2.0 ** (attempt - 8))
-        raise RuntimeError("could not calibrate OpenDP's quantile mechanism to the requested "
-                           "epsilon")  # pragma: no cover
+        meas, scale, spent = _calibrated(build, 2.0 / epsilon, epsilon)
+        return float(meas(values.tolist())), scale, spent
     from opendp import mod, transformations
     score = transformations.make_quantile_score_candidates(dom, met, candidates=cands,
                                                             alpha=float(alpha))
     unit = float(score.map(2))             # the scores' sensitivity: one unit of the rank score
     pref = -_log_preference(cands, power)  # >= 0
     top = (1 << 64) - 1
-    scale = 2.0 / epsilon * unit
-    for attempt in range(64):
+
+    def build(scale):
         shift = [int(round(scale * v)) for v in pref]
 
         def add(s, shift=shift):
@@ -310,11 +303,22 @@ def _opendp_quantile(values, alpha, epsilon, candidates, power=0.0):
             finally:
                 if not had:
                     mod.disable_features("honest-but-curious")
-        meas = score >> public_shift >> measurements.then_noisy_max(
+        return score >> public_shift >> measurements.then_noisy_max(
             measures.max_divergence(), scale=float(scale), negate=True)
+
+    meas, scale, spent = _calibrated(build, 2.0 / epsilon * unit, epsilon)
+    return float(cands[int(meas(values.tolist()))]), scale / unit, spent
+
+
+def _calibrated(build, scale, epsilon):
+    """(measurement, scale, epsilon spent) of ``build(scale)`` with the least scale tried
+    from ``scale`` up whose map(2) (replacing one row of a data set of known size is a
+    symmetric distance of 2) is at most ``epsilon``."""
+    for attempt in range(64):
+        meas = build(scale)
         spent = meas.map(2)
         if spent <= epsilon:
-            return float(cands[int(meas(values.tolist()))]), scale / unit, float(spent)
+            return meas, scale, float(spent)
         scale = float(np.nextafter(scale * max(1.0, spent / epsilon), np.inf)) \
             if attempt < 8 else scale * (1.0 + 1e-12 * 2.0 ** (attempt - 8))
     raise RuntimeError("could not calibrate OpenDP's quantile mechanism to the requested "
@@ -522,9 +526,10 @@ def _warn_if_unreliable(n, epsilon_each):
         import warnings
         warnings.warn(f"n x epsilon per quantile = {n * epsilon_each:.3g} is below "
                       f"{_UNRELIABLE_N_EPS:g}: the private quantiles are close to a uniform draw "
-                      "among the candidates (bounds: weighted toward the smallest) and the released centres, bounds or scales may be "
-                      "far off (the guarantee is unaffected).  Spend more epsilon on them, or "
-                      "give a public range.", UnreliableQuantileWarning, stacklevel=3)
+                      "among the candidates (bounds: weighted toward the smallest) and the "
+                      "released centres, bounds or scales may be far off (the guarantee is "
+                      "unaffected).  Spend more epsilon on them, or give a public range.",
+                      UnreliableQuantileWarning, stacklevel=3)
 
 
 def _reliability(what, n, epsilon, k=1, unit="rows"):
@@ -580,9 +585,10 @@ def _report_unreliable(notes, entry):
                        for what, n, e, unit in notes)
     warnings.warn(f"{entry}: n x epsilon per quantile is below {_UNRELIABLE_N_EPS:g} for the "
                   f"released {listed}: the private quantiles are close to a uniform draw among "
-                  "the candidates (bounds: weighted toward the smallest) and these values may be far off (the guarantee is "
-                  "unaffected; the result's caveats say which).  Spend more epsilon on them "
-                  "(bounds_epsilon) or pass public values.", UnreliableQuantileWarning,
+                  "the candidates (bounds: weighted toward the smallest) and these values may "
+                  "be far off (the guarantee is unaffected; the result's caveats say which).  "
+                  "Spend more epsilon on them (bounds_epsilon) or pass public values.",
+                  UnreliableQuantileWarning,
                   stacklevel=_user_stacklevel())
     return [_unreliable_caveat(*nt) for nt in notes]
 
