@@ -41,7 +41,10 @@
 #'   `"none"` or `"all"`), `ranges` the regressions' public ranges in window
 #'   units (under a stated model 0.9 or more is not modelled: `NaN`, as
 #'   `regular = FALSE`, since the window's clip bends the regression out of
-#'   the model).
+#'   the model). The spline fit's power is emulated for two reference shapes
+#'   of that range, a clipped line and a half sine (a curved regression gets
+#'   a larger bias allowance); the plan gives the least (`details$shape_powers`
+#'   has both) and Python warns where they differ by more than 0.10.
 #' @param regular `TRUE` (default): the design is one the planner models
 #'   (smooth regressions, z near normal). `FALSE` says it is not (a kink, a
 #'   step, z far from normal, binary or count x or y with released windows):

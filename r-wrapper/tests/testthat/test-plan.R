@@ -51,3 +51,18 @@ test_that("plan(regular = FALSE) says the case is not modelled instead of a numb
   expect_error(plan("privgcm", n = 10000, epsilon = 2, effect = 0.1, regular = NA),
                "`regular` must be TRUE or FALSE", fixed = TRUE)
 })
+
+test_that("plan() gives the least power of the reference shapes and warns where they differ", {
+  skip_if_no_privci()
+  has <- reticulate::py_has_attr(reticulate::import("privci.plan"), "REFERENCE_SHAPES")
+  skip_if_not(has, "the Python package has one reference shape")
+  expect_warning(
+    p <- plan("privgcm", n = 10000, epsilon = 1, effect = 0.15, effect_sd = 1.02,
+              x_bound = 4, y_bound = 4, z_columns = 2, assume = "additive", auto = "none",
+              ranges = 0.4),
+    "depends on the shape of the regressions")
+  sp <- unlist(p$details$shape_powers)
+  expect_setequal(names(sp), c("clipped line", "half sine"))
+  expect_identical(p$power, min(sp))
+  expect_lt(sp[["half sine"]], sp[["clipped line"]])
+})
