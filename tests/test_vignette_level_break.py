@@ -217,3 +217,20 @@ def test_unchecked_additive_fit_holds_the_shared_square_null_with_auto_windows(t
                     "--reps", "100", "--workers", "1", "--seed", "4780000",
                     "--assume", "additive", "--out", str(tmp_path / "sq.csv")])
     assert rows[0]["rejections"] <= 10, rows[0]
+
+
+def test_split_pilot_forces_a_split_and_restores_the_rule():
+    """Reduced run of ``vignettes/split_pilot.py`` (stop 50): the rule's own split, a
+    forced resolvable split (its fit share is the one privgcm used), a forced split the
+    rule cannot resolve (refused, nothing measured), and the rule's share lists restored."""
+    from privci import _spline as S
+    before = S.FIT_SHARES, S.GRAM_SHARES
+    sp = _load("split_pilot")
+    rule = sp.run(("readme", 10_000, 0.5, None, None, 2, 5))
+    assert rule["refused"] is False and rule["fit_share"].startswith("rule (0.")
+    assert 0.0 <= rule["power"] <= 1.0
+    forced = sp.run(("readme", 10_000, 0.5, 0.7, 0.45, 2, 5))
+    assert forced["refused"] is False and forced["used_fit_share"] == pytest.approx(0.7)
+    refused = sp.run(("readme", 10_000, 0.5, 0.3, 0.3, 2, 5))
+    assert refused["refused"] is True and refused["power"] == ""
+    assert (S.FIT_SHARES, S.GRAM_SHARES) == before
