@@ -802,24 +802,28 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                 return int(_spline_design(nn, ee, z_columns, model, auto).k)
             return _n_blocks(n_blocks, nn)
 
-        def shape_powers(nn, ee):
-            return {sh: _spline_power(nn, ee, rho, sigma, z_columns, model, auto, rng_, alpha,
-                                      mode, n_blocks, shape=sh)[0] for sh in _shapes(model)}
+        runs = {}
+
+        def shape_run(nn, ee, sh):
+            """(power, noncentrality, design) for one reference shape, computed once per
+            (n, epsilon, shape) of this call."""
+            if (nn, ee, sh) not in runs:
+                runs[nn, ee, sh] = _spline_power(nn, ee, rho, sigma, z_columns, model, auto,
+                                                 rng_, alpha, mode, n_blocks, shape=sh)
+            return runs[nn, ee, sh]
 
         def pw(nn, ee):
             if spline:
                 # the least over the reference shapes: a solved n or epsilon reaches the
                 # target for each of them
-                return min(shape_powers(nn, ee).values())
+                return min(shape_run(nn, ee, sh)[0] for sh in _shapes(model))
             return _gcm_power(nn, ee, rho, sigma, C, blocks(nn, ee), alpha, mode)[0]
 
         def reaches_target(nn, ee):
             """pw(nn, ee) >= power, the curved shape first (a miss there settles it)."""
             if not spline:
                 return pw(nn, ee) >= power
-            return all(_spline_power(nn, ee, rho, sigma, z_columns, model, auto, rng_, alpha,
-                                     mode, n_blocks, shape=sh)[0] >= power
-                       for sh in reversed(_shapes(model)))
+            return all(shape_run(nn, ee, sh)[0] >= power for sh in reversed(_shapes(model)))
         if spline:
             approx = ("the released spline regression, emulated: its public design, "
                       f"{SPLINE_DRAWS} emulated releases of the fit (residual scales, shift, "
@@ -906,11 +910,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         details["resolvable"] = resolvable(n, epsilon)
         details["auto"] = auto
         details["ranges"] = rng_
-        runs = {sh: _spline_power(n, epsilon, rho, sigma, z_columns, model, auto, rng_,
-                                  alpha, mode, n_blocks, shape=sh) for sh in _shapes(model)}
-        least = min(runs, key=lambda sh: runs[sh][0])      # the shape the plan reports
-        _, nc, des = runs[least]
-        sp = {sh: float(r_[0]) for sh, r_ in runs.items()}
+        at = {sh: shape_run(n, epsilon, sh) for sh in _shapes(model)}
+        least = min(at, key=lambda sh: at[sh][0])      # the shape the plan reports
+        _, nc, des = at[least]
+        sp = {sh: float(r_[0]) for sh, r_ in at.items()}
         details["shape_powers"] = sp
         details["shape"] = least
         if max(sp.values()) - min(sp.values()) > SHAPE_SPREAD and details["modelled"]:
