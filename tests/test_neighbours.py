@@ -211,8 +211,9 @@ GCM_OPTS = st.fixed_dictionaries({
     "n_blocks": st.sampled_from(("auto", "auto", None, 2)),
     "z": st.sampled_from(("given", "given", "given", "none")),   # none: unconditional test
     "z_center": st.sampled_from((0.0, 0.0, 0.5, -1e308)),       # the spline fit's public centre
+    "tighten": st.sampled_from(("auto", "auto", False)),      # public bounds tightened (stop 51)
 })
-PRIVGCM_ONLY = ("alternative", "center_epsilon", "n_blocks", "z_center")
+PRIVGCM_ONLY = ("alternative", "center_epsilon", "n_blocks", "z_center", "tighten")
 CRT_PAIRS = _pairs(2, 36, x=1, y=1, z=st.integers(1, 2), xr=5)
 MEANS = {
     "sin": lambda z: np.sin(z[:, 0]),
@@ -289,6 +290,8 @@ def _privgcm_call(kernel, noise, opts):
 
     def call(d):
         more = {}
+        if kernel == "spline" and opts["z"] == "none":
+            kw.pop("tighten", None)     # "auto" without z is False: the same call
         if kernel == "spline":
             more["epsilon"] = spline_epsilon(d["x"].shape[0])
             if opts["z"] != "none" and d["z"].shape[1] > 1:

@@ -382,6 +382,19 @@ MUTANTS = [
            "seeded bound: the preference's weights read the data's largest value (flat above "
            "it: not a base measure, and the binary column's bound drifts to 10^9 again)", 1,
            False, ("tests/test_bounds.py",)),
+    # --- stop 51: public bounds tightened to a released window ---------------------------
+    Mutant("tighten-uncapped", "_gcm_pipeline.py",
+           r"v = np\.minimum\(v \* max\(width, TIGHT_WIDTH\), caps\[key\]\)",
+           "v = v * max(width, TIGHT_WIDTH)",
+           "a tightened window is not capped at the public bound (beyond the range the user "
+           "made public)", 1, False,
+           ("tests/test_tighten.py::test_window_never_exceeds_the_public_bound",)),
+    Mutant("tighten-candidates-read-data", "_gcm_pipeline.py",
+           r"\[\(0\.0, float\(b\)\) for b in caps\[\"x_bound\"\]\]",
+           "[(0.0, float(np.max(np.abs(inp.xa - inp.xc)))) for b in caps[\"x_bound\"]]",
+           "the tightened bound's candidates run up to the data's largest |x - centre| (a "
+           "data-dependent grid: not differentially private)", 1, False,
+           ("tests/test_tighten.py::test_candidates_are_the_public_range",)),
 ]
 
 

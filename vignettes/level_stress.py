@@ -360,6 +360,9 @@ def public(cls):
                 y_center=float(y.mean()), y_bound=4 * float(y.std()), z_center=zc, z_scale=zs)
 
 
+TIGHTEN = None   # --tighten: privgcm's ``tighten`` (None: its default, "auto")
+
+
 def run_one(task):
     """One data set: (p-value, not certified, refused).  A refusal (privgcm's
     UnresolvableDesignError: nothing resolvable at this n, epsilon and model, decided from
@@ -379,6 +382,8 @@ def run_one(task):
         kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
     if assume and z.shape[1] > 1:
         kw["assume"] = assume
+    if TIGHTEN is not None:
+        kw["tighten"] = TIGHTEN
     try:
         res = privci.privgcm(x, y, z, epsilon=eps, rng=rng, **kw)
     except UnresolvableDesignError:
@@ -464,6 +469,8 @@ def main(argv=None):
     ap.add_argument("--multi", action="store_true",
                     help="the several-columns designs (MULTI) instead of --classes")
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
+    ap.add_argument("--tighten", choices=["auto", "true", "false"], default=None,
+                    help="privgcm's tighten (default: privgcm's own default, 'auto')")
     ap.add_argument("--tensor", action="store_true",
                     help="turn on the two-column tensor fit (privci._spline.FULL_MAX_D = 2; "
                          "off in the package since stop 39) for designs without --assume")
@@ -481,6 +488,8 @@ def main(argv=None):
     ap.add_argument("--docs-csv", metavar="OUT",
                     help="with --summarise: also write the documentation's table (docs/level)")
     args = ap.parse_args(argv)
+    global TIGHTEN
+    TIGHTEN = {None: None, "auto": "auto", "true": True, "false": False}[args.tighten]
     if args.summarise:
         print(summarise(args.summarise))
         if args.docs_csv:

@@ -83,10 +83,23 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
     """What the planner is told: windows, effect, effect_sd (data units), ranges."""
     beta = GRID_BETA[cls]
     z, x, y, mx, my = GRID_DESIGNS[cls](n_draw, np.random.default_rng(seed), beta)
+    pub = None
     if params in ("public", "zauto"):
-        w = (public_windows(cls, beta) if cls in DESIGNS else
-             dict(x_center=float(x.mean()), x_bound=4.0 * float(x.std()),
-                  y_center=float(y.mean()), y_bound=4.0 * float(y.std())))
+        pub = (public_windows(cls, beta) if cls in DESIGNS else
+               dict(x_center=float(x.mean()), x_bound=4.0 * float(x.std()),
+                    y_center=float(y.mean()), y_bound=4.0 * float(y.std())))
+        w = dict(pub)
+        if TIGHTEN:
+            # privgcm's default tightens the public bounds (stop 51): the window it targets
+            # is the 0.8 quantile of |x - public centre| (twice that under
+            # assume="additive" with two or more columns), at most the public bound
+            from privci._gcm_pipeline import STATED_BOUND_WIDTH, TIGHT_WIDTH
+            wide = (STATED_BOUND_WIDTH if (ASSUME.get(cls) == "additive" and z.shape[1] > 1)
+                    else TIGHT_WIDTH)
+            for a, col in (("x", x), ("y", y)):
+                c = pub[a + "_center"]
+                w[a + "_bound"] = min(pub[a + "_bound"], wide * float(
+                    np.quantile(np.abs(col - c), BOUND_QUANTILE)))
     else:
         # privgcm widens the released window under assume="additive" with two or more
         # columns (STATED_BOUND_WIDTH; stop 48: these facts had the quantile itself, so the
@@ -109,7 +122,7 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
     box = np.all(np.abs(z) <= 2.0, axis=1)
     ranges = (min(1.0, float(np.max(np.abs(gu[box])))), min(1.0, float(np.max(np.abs(gv[box])))))
     raw = (x - mx) * (y - my)
-    return dict(window=w, effect=float(prod.mean()), effect_sd=float(prod.std()),
+    return dict(window=w, public=pub, effect=float(prod.mean()), effect_sd=float(prod.std()),
                 ranges=ranges, raw_effect=float(raw.mean()), raw_effect_sd=float(raw.std()),
                 d=int(z.shape[1]))
 
@@ -117,12 +130,20 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
 NOT_SMOOTH = ("kink",)                      # E[X | Z] = 2 |z|: not smooth at 0
 DISCRETE_X = ("binary_x", "count_x")
 AUTO = {"public": "none", "zauto": "z", "auto": "all"}
+TIGHTEN = True    # privgcm's default (tighten="auto"): public bounds tightened (stop 51)
+
+
+def auto_of(params):
+    """The planner's ``auto`` for a cell: with tightened public bounds the "public" cells
+    spend 10% of epsilon on the bounds, as "z" does."""
+    return "z" if (params == "public" and TIGHTEN) else AUTO[params]
 
 
 def regular(cls, params):
     """What the planner is told about the case (its ``regular``): smooth regressions, and
-    continuous x and y where their windows are released."""
-    return not (cls in NOT_SMOOTH or (cls in DISCRETE_X and params == "auto"))
+    continuous x and y where their windows are released (or tightened)."""
+    released = params == "auto" or TIGHTEN
+    return not (cls in NOT_SMOOTH or (cls in DISCRETE_X and released))
 
 
 def predict(cls, n, eps, params, facts):
@@ -132,7 +153,7 @@ def predict(cls, n, eps, params, facts):
     w = facts["window"]
     kw = dict(effect=facts["effect"], effect_sd=facts["effect_sd"], x_bound=w["x_bound"],
               y_bound=w["y_bound"], regression="spline", z_columns=facts["d"],
-              assume=ASSUME.get(cls), auto=AUTO[params], ranges=facts["ranges"])
+              assume=ASSUME.get(cls), auto=auto_of(params), ranges=facts["ranges"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -147,15 +168,15 @@ def predict(cls, n, eps, params, facts):
 def measure(cls, n, eps, params, facts, reps, seed):
     import privci
     beta = GRID_BETA[cls]
-    w = facts["window"]
+    w = facts.get("public") or facts["window"]
     rej = fs = refused = 0
     for r in range(reps):
         rng = np.random.default_rng(seed + r)
         z, x, y, _, _ = GRID_DESIGNS[cls](n, rng, beta)
         if params == "public":
-            kw = dict(w, z_center=0.0, z_scale=1.0)
+            kw = dict(w, z_center=0.0, z_scale=1.0, tighten=TIGHTEN)
         elif params == "zauto":               # privgcm's default: z_center, z_scale "auto"
-            kw = dict(w)
+            kw = dict(w, tighten=TIGHTEN)
         else:
             kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
         with warnings.catch_warnings():
@@ -255,7 +276,11 @@ def main(argv=None):
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--classes", nargs="+", default=None,
                     help="measure only the grid's cells of these classes")
+    ap.add_argument("--no-tighten", action="store_true",
+                    help="privgcm with tighten=False on public windows (before stop 51)")
     args = ap.parse_args(argv)
+    global TIGHTEN
+    TIGHTEN = not args.no_tighten
     facts_cache = {}
 
     def facts(cls, params):

@@ -549,6 +549,12 @@ def privgcm(x, y, z=None, **call):
         raise ValueError("'auto' bounds, centres and z scales are not available on Dask arrays "
                          "yet: release them first with privci.bounds.private_bounds (or "
                          "private_scale) on a sample or pass public values.")
+    if call.get("tighten", "auto") is True:
+        raise ValueError("`tighten=True` is not available on Dask arrays yet (it releases a "
+                         "private quantile of the rows); pass tighten='auto' (on Dask: the "
+                         "public windows as given) or False.")
+    call = dict(call, tighten=False if call.get("tighten", "auto") == "auto"
+                else call.get("tighten"))
     par = P.gcm_params(conditional=z is not None, **call)
     xd, yd, zd, n = _inputs(x, y, z)
     if par.regression == "krr":

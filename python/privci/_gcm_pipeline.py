@@ -79,6 +79,17 @@ class GCMParams:
     budget: object
     krr: dict = field(default_factory=dict)
     model: str = "full"       # the released regression: "full", "additive" or "linear"
+    # public x / y bounds tightened by a released quantile (``tighten``): which of x_bound,
+    # y_bound; the option as given; bounds_epsilon without the tightening (for the fallback)
+    tight: dict = field(default_factory=lambda: {"x_bound": False, "y_bound": False})
+    tighten: object = "auto"
+    bounds_epsilon_untight: Optional[float] = None
+
+    @property
+    def released(self):
+        """x_bound, y_bound, x_center, y_center -> whether a private quantile releases it
+        ("auto", or a public bound tightened)."""
+        return {k: bool(v or self.tight.get(k, False)) for k, v in self.auto.items()}
 
     @property
     def spline(self):
@@ -124,7 +135,8 @@ def _top_split(eps, eps_b, eps_c):
 def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_sigma,
                alternative, rng, n_sim, cv_lambdas, kernel_approximation, n_features,
                feature_rng, x_center, y_center, center_epsilon, n_blocks, sensitivity, budget,
-               bounds_epsilon, z_scale, regression, z_center, assume_additive, assume=None):
+               bounds_epsilon, z_scale, regression, z_center, assume_additive, assume=None,
+               tighten="auto"):
     """Validate privgcm's options (no data read); returns :class:`GCMParams`."""
     eps = V.positive_finite(epsilon, "epsilon")
     mode = V.check_alternative(alternative)
@@ -149,15 +161,22 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
     if isinstance(z_center, str) and z_center != "auto":
         raise ValueError(f"`z_center` must be None, a number, one per column of z, or 'auto'; "
                          f"got {z_center!r} instead.")
+    tighten_opt = tighten
+    tighten = _check_tighten(tighten, spline_default, regression, conditional)
+    tight = {name: bool(tighten) and not auto[name] for name in ("x_bound", "y_bound")}
     eps_b = eps_c = None
-    if any(auto.values()) or isinstance(z_scale, str) or isinstance(z_center, str):
+    others = any(auto.values()) or isinstance(z_scale, str) or isinstance(z_center, str)
+    eps_b_untight = None
+    if others and bounds_epsilon is None:
+        eps_b_untight = 0.1 * eps
+    if others or any(tight.values()):
         eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
                                                                             "bounds_epsilon")
         if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
             center_epsilon = 0.1 * eps
     elif bounds_epsilon is not None:
-        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound, centre or z_scale; "
-                         f"got {bounds_epsilon!r} with none.")
+        raise ValueError("`bounds_epsilon` is only used with an 'auto' bound, centre or z_scale, "
+                         f"or a tightened bound (tighten); got {bounds_epsilon!r} with none.")
     if eps_b is not None and not eps_b < eps:
         raise ValueError(f"`bounds_epsilon` must be smaller than `epsilon` ({eps:g}), which "
                          f"it is part of; got {eps_b!r} instead.")
@@ -182,7 +201,47 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
                      y_center=y_center, auto=auto, z_center=z_center, z_scale=z_scale,
                      bounds_epsilon=eps_b, center_epsilon=eps_c, regression=reg,
                      conditional=conditional, assume_additive=model == "additive",
-                     n_blocks=n_blocks, budget=budget, krr=krr, model=model)
+                     n_blocks=n_blocks, budget=budget, krr=krr, model=model, tight=tight,
+                     tighten="auto" if isinstance(tighten_opt, str) else bool(tighten_opt),
+                     bounds_epsilon_untight=(eps_b if others else None)
+                     if bounds_epsilon is not None else eps_b_untight)
+
+
+def _check_tighten(tighten, spline_default, regression, conditional):
+    """``tighten`` -> True (tighten public x / y bounds) or False.  "auto": with the
+    spline fit and z (the default); True is refused elsewhere (it would not be done)."""
+    if isinstance(tighten, str):
+        if tighten != "auto":
+            raise ValueError(f"`tighten` must be 'auto', True or False; got {tighten!r} "
+                             "instead.")
+        return bool(spline_default)
+    if not isinstance(tighten, (bool, np.bool_)):
+        raise TypeError(f"`tighten` must be 'auto', True or False; got {V._short(tighten)} "
+                        "instead.")
+    if tighten and not spline_default:
+        why = ("regression='krr' (the paper's Algorithm 1 keeps its public bounds)"
+               if regression != "spline" else "z = None (the unconditional test)")
+        raise ValueError(f"`tighten=True` needs the released spline fit with z; got {why}.  "
+                         "Pass tighten='auto' or False, or release the window with "
+                         "x_bound='auto'.")
+    return bool(tighten)
+
+
+def resolve_tighten(par, n, d, p, q):
+    """``tighten="auto"``: keep the public bounds where the released spline fit could not be
+    resolved with the tightening's share of epsilon but could without it (public numbers
+    only: n, d, p, q, epsilon, the model).  Returns ``par`` or a copy without tightening."""
+    if par.tighten != "auto" or not any(par.tight.values()) or not par.spline:
+        return par
+    from ._spline import choose_design
+    k = None if par.auto_k else _check_n_blocks(par.n_blocks, n, par.conditional,
+                                                 par.regression)
+    eps_t = _top_split(par.epsilon, par.bounds_epsilon, par.center_epsilon)
+    if choose_design(n, d, p, q, eps_t, k, model=par.model).certified:
+        return par
+    from dataclasses import replace as _replace
+    return _replace(par, tight={"x_bound": False, "y_bound": False},
+                    bounds_epsilon=par.bounds_epsilon_untight)
 
 
 # --------------------------------------------------------------------------- 2. release plan
@@ -207,7 +266,8 @@ def gcm_plan(par, n, d, p, q):
         k = design.k
     shares = {}
     notes = []   # public numbers only: which releases have too small an n x epsilon
-    n_auto = sum(par.auto.values())
+    rel = par.released
+    n_auto = sum(rel.values())
     eps_xy = eps_b
     if par.scale_auto or par.zc_auto:
         # z's share of bounds_epsilon: one part per released z quantity against one per
@@ -227,10 +287,10 @@ def gcm_plan(par, n, d, p, q):
             notes.append(_reliability("z_scale", n // 2, eps_zs, d, unit="paired differences"))
     if eps_b is not None and n_auto:
         shares["xy_bounds"] = eps_xy
-        k_xy = ((int(par.auto["x_center"]) + int(par.auto["x_bound"])) * p
-                + (int(par.auto["y_center"]) + int(par.auto["y_bound"])) * q)
+        k_xy = ((int(rel["x_center"]) + int(rel["x_bound"])) * p
+                + (int(rel["y_center"]) + int(rel["y_bound"])) * q)
         notes.append(_reliability("/".join(nm for nm in ("x_center", "y_center", "x_bound",
-                                                         "y_bound") if par.auto[nm]),
+                                                         "y_bound") if rel[nm]),
                                   n, eps_xy, k_xy))
     if eps_c is not None:
         shares["centres"] = eps_c
@@ -310,12 +370,20 @@ STATED_BOUND_WIDTH = 2.0  # "auto" x/y bounds under assume="additive" with two o
 #                          epsilon 1 fell from 0.90 to 0.30 with 2)
 
 
+TIGHT_WIDTH = 1.0  # a tightened public bound's window: this many times the released quantile
+
+
 def _bound_width(par, inp):
     """The factor on the released "auto" x/y bounds: STATED_BOUND_WIDTH under
     assume="additive" with two or more columns of z, else 1 (public numbers: the model
     and d)."""
     d = 0 if inp.za is None else inp.za.shape[1]
     return STATED_BOUND_WIDTH if (par.model == "additive" and d > 1) else 1.0
+
+
+def _fmt(v):
+    v = np.ravel(np.asarray(v, dtype=np.float64))
+    return f"{v[0]:.4g}" if v.size == 1 else "(" + ", ".join(f"{u:.4g}" for u in v) + ")"
 
 
 def release_public(par, plan, inp, zs_pub):
@@ -341,17 +409,25 @@ def release_public(par, plan, inp, zs_pub):
                 inp.za = finite(inp.za / np.asarray(out.z_scale.scale, dtype=np.float64))
     if "xy_bounds" in plan.shares:
         from .bounds import _auto_public_parameters
-        a = par.auto
+        a, t = par.auto, par.tight
+        # a tightened public bound: candidates in (0, bound] of each column (public), and
+        # the released window is at most the public one
+        caps = {"x_bound": np.asarray(inp.xb, dtype=np.float64) if t["x_bound"] else None,
+                "y_bound": np.asarray(inp.yb, dtype=np.float64) if t["y_bound"] else None}
         with quiet():
             out.xy = _auto_public_parameters(
                 inp.xa, inp.ya, epsilon=plan.share("xy_bounds"),
                 want_center=(a["x_center"], a["y_center"]),
-                want_bound=(a["x_bound"], a["y_bound"]),
-                x_center=inp.xc, y_center=inp.yc, rng=user_rng)
+                want_bound=(a["x_bound"] or t["x_bound"], a["y_bound"] or t["y_bound"]),
+                x_center=inp.xc, y_center=inp.yc, rng=user_rng,
+                x_range=None if caps["x_bound"] is None or a["x_center"] else
+                [(0.0, float(b)) for b in caps["x_bound"]],
+                y_range=None if caps["y_bound"] is None or a["y_center"] else
+                [(0.0, float(b)) for b in caps["y_bound"]])
         width = _bound_width(par, inp)
-        if width != 1.0 and (a["x_bound"] or a["y_bound"]):
+        if width != 1.0 and (a["x_bound"] or a["y_bound"] or t["x_bound"] or t["y_bound"]):
             out.caveats = out.caveats + (
-                f'"auto" x/y bounds under assume=\'additive\' with {inp.za.shape[1]} columns '
+                f'released x/y bounds under assume=\'additive\' with {inp.za.shape[1]} columns '
                 f"of z: the clipping window is {width:g} times the released quantile of "
                 "|x - centre| (a tighter window clips more rows, and a clipped x is no "
                 "longer additive in z where x is: true-model nulls were rejected in up to "
@@ -361,7 +437,24 @@ def release_public(par, plan, inp, zs_pub):
                           ("y_bound", "yb")):
             if out.xy.get(key) is not None:
                 v = np.asarray(out.xy[key], dtype=np.float64)
-                setattr(inp, attr, v * width if key.endswith("bound") else v)
+                if key.endswith("bound"):
+                    if caps[key] is not None:
+                        # post-processing with public numbers
+                        v = np.minimum(v * max(width, TIGHT_WIDTH), caps[key])
+                    else:
+                        v = v * width
+                setattr(inp, attr, v)
+        tightened = [k for k in ("x_bound", "y_bound") if caps[k] is not None]
+        if tightened:
+            out.caveats = out.caveats + (
+                "tightened windows (tighten): " + "; ".join(
+                    f"the public {k} {_fmt(caps[k])} was tightened to {_fmt(getattr(inp, k[0] + 'b'))}"
+                    for k in tightened)
+                + f" (a private {out.xy['bound_quantile']:g} quantile of |value - public centre| "
+                "among candidates up to the public bound, at most the public bound; clipping x "
+                "and y to any window leaves a null true, and a window near the data's spread "
+                "keeps several times the signal of a wide one; tighten=False keeps the public "
+                "window).",)
     return out, inp
 
 
@@ -621,9 +714,13 @@ def gcm_result(par, plan, inp, public, out, composition, caption=""):
         else:
             why = ("the released nested fits disagree (the test fit misses part of "
                    "E[X | Z] or E[Y | Z])")
+        tip = ""
+        if any(par.tight.values()):
+            tip = ("  The bounds were tightened (tighten): a regression that fills the "
+                   "tighter window is harder to fit; tighten=False keeps the public window.")
         warnings.warn(f"privgcm: p = 1 is the fail-safe, not evidence of independence: {why}; "
                       "see the result's fit check and caveats.  More epsilon or n "
-                      "(a finer fit), or a stated model (assume=...), may resolve it.",
+                      "(a finer fit), or a stated model (assume=...), may resolve it." + tip,
                       FailSafeWarning, stacklevel=3)
     return PrivateTestResult(statistic=out.statistic, pvalue=out.pvalue,
                              alternative=par.alternative, method=method, n=n, privacy=record,

@@ -405,6 +405,11 @@ def main(argv=None):
                     "privgcm refuses otherwise, naming what would resolve it")
     pg.add_argument("--assume-additive", action="store_true",
                     help="the older spelling of --assume additive")
+    pg.add_argument("--tighten", default="auto", choices=["auto", "true", "false"],
+                    help="spline fit: tighten the public --x-bound / --y-bound to a released "
+                    "window inside them (the private 0.8 quantile of |value - centre|, part "
+                    "of --bounds-epsilon); auto (default) does so where the fit stays "
+                    "resolvable; false keeps the public windows")
     pg.add_argument("--center-epsilon", type=float, default=None,
                     help="part of --epsilon spent on private centres of X and Y (sequential "
                          "composition); default: none, the public centres are used")
@@ -451,6 +456,8 @@ def main(argv=None):
                           rng=args.seed, x_center=args.x_center, y_center=args.y_center,
                           center_epsilon=args.center_epsilon, regression=args.regression,
                           z_scale=zs, z_center=zc, bounds_epsilon=args.bounds_epsilon,
+                          **({} if args.tighten == "auto" else
+                             {"tighten": args.tighten == "true"}),
                           **({"assume_additive": True} if args.assume_additive else {}),
                           **({"assume": args.assume} if args.assume else {}), **krr)
         else:

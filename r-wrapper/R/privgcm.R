@@ -67,6 +67,16 @@
 #'   before anything is spent.
 #' @param assume_additive `FALSE` (default) or `TRUE`, the same as
 #'   `assume = "additive"` (the older spelling).
+#' @param tighten `"auto"` (default), `TRUE` or `FALSE`: tighten public
+#'   `x_bound` / `y_bound` to a released window inside them (the spline fit
+#'   with z only). Part of `bounds_epsilon` releases the private 0.8 quantile
+#'   of |x - x_center| among candidates up to the public bound, and x is
+#'   clipped to that window (at most the public one; clipping leaves a null
+#'   true). A domain range is usually far wider than the data, and the
+#'   test's signal falls with the window's width. `"auto"`: `TRUE` with the
+#'   spline fit and z unless the fit could be resolved only without that
+#'   share of epsilon; `FALSE` keeps the public windows (fewer fail-safes
+#'   where E\[X | Z\] fills the window).
 #' @param n_blocks `"auto"` (default: the public rule), a whole number k of
 #'   noisy block sums, or `NULL` (one per row, the paper's Algorithm 1; with
 #'   `regression = "krr"` only).
@@ -183,7 +193,7 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
                             center_epsilon = NULL, regression = c("spline", "krr"),
                             z_center = NULL, z_scale = NULL, assume = NULL,
                             assume_additive = FALSE, n_blocks = "auto", sensitivity = NULL,
-                            budget = NULL, bounds_epsilon = NULL, ...) {
+                            budget = NULL, bounds_epsilon = NULL, tighten = "auto", ...) {
   call <- match.call()
   .check_not_names(x, y, z, "privgcm")
   alternative <- match.arg(alternative)
@@ -203,8 +213,11 @@ privgcm.default <- function(x, y, z = NULL, epsilon, x_bound, y_bound, ridge_lam
   # `assume_additive` is its alias
   if (!is.null(assume)) args$assume <- assume
   if (!isFALSE(assume_additive)) args$assume_additive <- assume_additive
+  # only when changed: an older Python has no `tighten`
+  if (!identical(tighten, "auto")) args$tighten <- tighten
   res <- .py_call("privgcm", c(args, .py_extra(list(...), c(names(args), "assume",
-                                                           "assume_additive"), "privgcm")),
+                                                           "assume_additive", "tighten"),
+                                               "privgcm")),
                   call)
   statistic <- res$statistic
   names(statistic) <- if (!is.null(res$statistic_name)) res$statistic_name else
