@@ -90,13 +90,13 @@ def test_z_center_record_unchanged_when_z_scale_is_released_too(monkeypatch):
     """Both 'auto': the centre is released on z itself (before the scale), already in z's
     units; reusing both values of the record reproduces the centring and scaling."""
     x, y, z = _design(4000, seed=6, z_loc=100.0, z_sd=10.0)
-    res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, rng=5)
+    res = privci.privgcm(x, y, z, epsilon=2.0, x_bound=4, y_bound=4, rng=5, tighten=False)
     zc, zs = res.privacy.bounds["z_center"], res.privacy.bounds["z_scale"]
     assert abs(zc[0] - 100) < 1 and 0.8 < zs[0] / 10 < 1.25
     auto_z = _z_handed_to_the_spline(monkeypatch, x, y, z, epsilon=2.0, x_bound=4, y_bound=4,
-                                     rng=5)
+                                     rng=5, tighten=False)
     reused = _z_handed_to_the_spline(monkeypatch, x, y, z, epsilon=2.0, x_bound=4, y_bound=4,
-                                     rng=5, z_center=zc, z_scale=zs)
+                                     rng=5, z_center=zc, z_scale=zs, tighten=False)
     np.testing.assert_allclose(reused, auto_z, rtol=0, atol=1e-9)
 
 
@@ -172,7 +172,7 @@ def test_warning_is_exactly_the_public_threshold(bounds_epsilon, warns):
     x, y, z = _design(600, seed=7)
     _, caught = _recorded(lambda: privci.privgcm(x, y, z, epsilon=4.0, x_bound=4, y_bound=4,
                                                  z_scale=1.0, bounds_epsilon=bounds_epsilon,
-                                                 rng=1))
+                                                 rng=1, tighten=False))
     assert bool(_unreliable(caught)) is warns
 
 

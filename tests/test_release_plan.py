@@ -170,7 +170,7 @@ def test_record_states_the_plans_shares(kw):
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(bounds_epsilon=0.1), "only used with an 'auto'"),
+    (dict(bounds_epsilon=0.1, tighten=False), "only used with an 'auto'"),
     (dict(x_bound="auto", bounds_epsilon=5.0), "smaller than `epsilon`"),
     (dict(center_epsilon=3.0), "center_epsilon"),
     (dict(z_scale="wide"), "z_scale"),

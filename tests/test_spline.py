@@ -333,7 +333,7 @@ def test_two_columns_without_a_model_are_refused_naming_the_models():
 def test_release_accounting_and_record(tensor_fit):
     d = simulate.paper_data(6000, d=2, s=2, rng=1)
     res = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
-                         z_center=0.0, z_scale=2.0, rng=5)
+                         z_center=0.0, z_scale=2.0, rng=5, tighten=False)
     pr = res.privacy
     des = S.choose_design(6000, 2, 1, 1, 2.0)
     assert des.model == "full" and des.k == 1 and des.sq_share > 0
@@ -353,7 +353,7 @@ def test_release_accounting_and_record(tensor_fit):
                                "variance")
     assert res.fit_check["intervals"] == des.intervals and "fit check:" in repr(res)
     again = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
-                           z_center=0.0, z_scale=2.0, rng=5)
+                           z_center=0.0, z_scale=2.0, rng=5, tighten=False)
     assert (again.statistic, again.pvalue) == (res.statistic, res.pvalue)
     hard = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,
                           z_center=0.0, z_scale=2.0)
@@ -427,7 +427,7 @@ def test_released_statistic_matches_the_documented_steps(monkeypatch):
 
     monkeypatch.setattr(S, "spline_test", spy)
     privci.privgcm(d.x, d.y, z1, epsilon=eps, x_bound=d.x_bound, y_bound=d.y_bound,
-                   z_center=0.0, z_scale=1.0, rng=np.random.default_rng(11))
+                   z_center=0.0, z_scale=1.0, rng=np.random.default_rng(11), tighten=False)
     des = S.choose_design(n, 1, 1, 1, eps)
     k = des.k                          # "auto": the design's rule picks the block count
     rng = np.random.default_rng(11)
@@ -1323,7 +1323,7 @@ def test_rule_predicts_the_fits_noise_as_the_test_measures_it(monkeypatch):
             x = np.sin(z[:, 0]) + rng.normal(size=n)
             y = np.cos(z[:, 0]) + rng.normal(size=n)
             privci.privgcm(x, y, z, epsilon=eps, x_bound=3.5, y_bound=4.5, z_center=0.0,
-                           z_scale=1.0, rng=r)
+                           z_scale=1.0, rng=r, tighten=False)
         actual = float(np.mean(seen))
         assert predicted / 2.5 <= actual <= 2.5 * predicted, (f, predicted, actual)
     S._choose_design.cache_clear()

@@ -89,7 +89,7 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
                dict(x_center=float(x.mean()), x_bound=4.0 * float(x.std()),
                     y_center=float(y.mean()), y_bound=4.0 * float(y.std())))
         w = dict(pub)
-        if TIGHTEN:
+        if TIGHTEN and ASSUME.get(cls) is None:
             # privgcm's default tightens the public bounds (stop 51): the window it targets
             # is the 0.8 quantile of |x - public centre| (twice that under
             # assume="additive" with two or more columns), at most the public bound
@@ -133,16 +133,16 @@ AUTO = {"public": "none", "zauto": "z", "auto": "all"}
 TIGHTEN = True    # privgcm's default (tighten="auto"): public bounds tightened (stop 51)
 
 
-def auto_of(params):
+def auto_of(params, cls):
     """The planner's ``auto`` for a cell: with tightened public bounds the "public" cells
     spend 10% of epsilon on the bounds, as "z" does."""
-    return "z" if (params == "public" and TIGHTEN) else AUTO[params]
+    return "z" if (params == "public" and TIGHTEN and ASSUME.get(cls) is None) else AUTO[params]
 
 
 def regular(cls, params):
     """What the planner is told about the case (its ``regular``): smooth regressions, and
     continuous x and y where their windows are released (or tightened)."""
-    released = params == "auto" or TIGHTEN
+    released = params == "auto" or (TIGHTEN and ASSUME.get(cls) is None)
     return not (cls in NOT_SMOOTH or (cls in DISCRETE_X and released))
 
 
@@ -153,7 +153,7 @@ def predict(cls, n, eps, params, facts):
     w = facts["window"]
     kw = dict(effect=facts["effect"], effect_sd=facts["effect_sd"], x_bound=w["x_bound"],
               y_bound=w["y_bound"], regression="spline", z_columns=facts["d"],
-              assume=ASSUME.get(cls), auto=auto_of(params), ranges=facts["ranges"])
+              assume=ASSUME.get(cls), auto=auto_of(params, cls), ranges=facts["ranges"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -174,9 +174,9 @@ def measure(cls, n, eps, params, facts, reps, seed):
         rng = np.random.default_rng(seed + r)
         z, x, y, _, _ = GRID_DESIGNS[cls](n, rng, beta)
         if params == "public":
-            kw = dict(w, z_center=0.0, z_scale=1.0, tighten=TIGHTEN)
+            kw = dict(w, z_center=0.0, z_scale=1.0, tighten="auto" if TIGHTEN else False)
         elif params == "zauto":               # privgcm's default: z_center, z_scale "auto"
-            kw = dict(w, tighten=TIGHTEN)
+            kw = dict(w, tighten="auto" if TIGHTEN else False)
         else:
             kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
         with warnings.catch_warnings():

@@ -233,15 +233,20 @@ def resolve_tighten(par, n, d, p, q):
     only: n, d, p, q, epsilon, the model).  Returns ``par`` or a copy without tightening."""
     if par.tighten != "auto" or not any(par.tight.values()) or not par.spline:
         return par
+    from dataclasses import replace as _replace
+    untight = _replace(par, tight={"x_bound": False, "y_bound": False},
+                       bounds_epsilon=par.bounds_epsilon_untight)
+    if par.model != "full":
+        # a stated model (linear, additive): the clip to a tighter window bends E[X | Z]
+        # out of the model (stop 46's released windows); "auto" keeps the public windows
+        return untight
     from ._spline import choose_design
     k = None if par.auto_k else _check_n_blocks(par.n_blocks, n, par.conditional,
                                                  par.regression)
     eps_t = _top_split(par.epsilon, par.bounds_epsilon, par.center_epsilon)
     if choose_design(n, d, p, q, eps_t, k, model=par.model).certified:
         return par
-    from dataclasses import replace as _replace
-    return _replace(par, tight={"x_bound": False, "y_bound": False},
-                    bounds_epsilon=par.bounds_epsilon_untight)
+    return untight
 
 
 # --------------------------------------------------------------------------- 2. release plan

@@ -68,7 +68,7 @@ WARM_ROWS = {"krr": 2000, "spline": 25_000}
 def _kwargs(n_features):
     if REGRESSION[0] == "spline":
         return dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, z_center=0.0, z_scale=1.0,
-                    n_blocks=100, rng=1, assume="additive")
+                    n_blocks=100, rng=1, assume="additive", tighten=False)
     return dict(epsilon=1.0, x_bound=4.0, y_bound=4.0, ridge_lambda=LAM,
                 kernel_approximation="rff", n_features=n_features, feature_rng=7,
                 n_blocks=100, rng=1, regression="krr")
