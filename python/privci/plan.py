@@ -573,6 +573,13 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         then those the release finds, the 0.8 quantile of |x - median|, about
         1.3 sd of a normal x, and twice that under ``assume="additive"`` with
         two or more columns: pass them as ``x_bound``, ``y_bound``).
+        privgcm's default also tightens public bounds (``tighten="auto"``,
+        the full fit with z): its windows are then min(0.8 quantile of
+        |x - x_center|, x_bound), from the same 10% of epsilon as "z" (with a
+        public z too); plan that call with those windows, the effect of the
+        data clipped to them and "z" (``regular=False`` for binary or count
+        x, whose tightened window is not modelled).  "none" is privgcm with
+        every parameter public and ``tighten=False``.
     ranges : float or (float, float), default 0.25
         The regressions' range in window units: the largest
         |E[X | Z] - x_center| / x_bound (and the same for Y) over the central
