@@ -55,6 +55,13 @@ def test_window_never_exceeds_the_public_bound():
                              z_scale=1.0, rng=seed)
         assert res.privacy.bounds["x_bound"][0] <= 1.0
         assert res.privacy.bounds["y_bound"][0] <= 0.5
+    # under assume="additive" with two columns the window is twice the quantile (forced
+    # with tighten=True): the cap is what keeps it inside the public bound
+    z2 = rng.normal(size=(n, 2))
+    res = privci.privgcm(x, y, z2, epsilon=4.0, x_bound=1.0, y_bound=0.5, z_center=0.0,
+                         z_scale=1.0, rng=7, tighten=True, assume="additive")
+    assert res.privacy.bounds["x_bound"][0] == pytest.approx(1.0)
+    assert res.privacy.bounds["y_bound"][0] == pytest.approx(0.5)
 
 
 def test_candidates_are_the_public_range():
