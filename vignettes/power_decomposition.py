@@ -16,7 +16,8 @@
 #   divided by the default's residual scales c), `fitvar` (the default's fit-noise shift V
 #   and bias allowance B^2 added to the variance), `blocks` (the default's statistic: its
 #   k, and for k = 1 one noisy sum with the released sum of squares), and `all` of them.
-#   For "auto" cells, `oracle_public` is the oracle in the public window (the window's loss).
+#   For "auto" cells, and public cells whose windows privgcm tightened (``tighten``, stop
+#   51), `oracle_public` is the oracle in the public window (the window's loss).
 #
 # Power is the share of data sets rejected at alpha = 0.05 (a fail-safe p = 1 counts as not
 # rejecting), with a 95% Wilson interval; `ratio` is default / oracle (for "auto" cells,
@@ -212,7 +213,9 @@ def run_one(task):
            "blocks": _oracle_p(p0, eps, k, rng, sq_share=sq) <= 0.05,
            "all": _oracle_p(oracle_products(x, y, mx, my, w, c), share * eps, k, rng,
                             sq_share=sq, extra_var=fitvar / (c[0] * c[1]) ** 2) <= 0.05}
-    if params != "public":
+    if params != "public" or any(abs(w[k_] - pub[k_]) > 1e-12 for k_ in w):
+        # "auto" windows, or public ones tightened by privgcm (tighten="auto", stop 51):
+        # the oracle is the one in the public window
         out["oracle_public"] = _oracle_p(oracle_products(x, y, mx, my, pub), eps, 10,
                                          rng) <= 0.05
     return out
