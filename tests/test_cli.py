@@ -456,3 +456,33 @@ def test_demo_diabetes_rows_reach_0_8_at_epsilon_8():
     for name in ("bmi", "s3"):
         rej = _demo_rejections(name, 8.0, 200, 351_000)
         assert rej >= 156, (name, rej)
+
+
+def test_cli_tighten_reaches_privgcm(tmp_path, capsys):
+    """--tighten false / true are privgcm's tighten=False / True (one column of z, public
+    bounds): the same statistics as the Python calls, and different from each other (the
+    tightened window is released inside the public one)."""
+    import numpy as np
+    from privci.cli import main
+    rng = np.random.default_rng(5)
+    n = 5000
+    z = rng.normal(size=n)
+    x = np.sin(z) + rng.normal(size=n)
+    y = np.cos(z) + 0.3 * x + rng.normal(size=n)
+    path = tmp_path / "d.csv"
+    np.savetxt(path, np.column_stack([x, y, z]), delimiter=",", header="x,y,z", comments="")
+    common = ["privgcm", str(path), "--x", "x", "--y", "y", "--z", "z", "--epsilon", "2",
+              "--x-bound", "8", "--y-bound", "8", "--z-center", "0", "--z-scale", "1",
+              "--seed", "4"]
+    outs = {}
+    for flag, value in (("false", False), ("true", True)):
+        assert main(common + ["--tighten", flag]) == 0
+        outs[flag] = capsys.readouterr().out.replace(" ", "")
+        ref = privci.privgcm(x, y, z, epsilon=2, x_bound=8, y_bound=8, z_center=0.0,
+                             z_scale=1.0, rng=4, tighten=value)
+        assert f"statistic={ref.statistic:g}(" in outs[flag], (flag, outs[flag][:200])
+    assert outs["false"] != outs["true"]
+    assert "tightened" in outs["true"] and "tightened" not in outs["false"]
+    with pytest.raises(SystemExit) as info:      # argparse names the bad choice
+        main(common + ["--tighten", "maybe"])
+    assert info.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
