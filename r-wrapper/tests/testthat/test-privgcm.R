@@ -367,3 +367,24 @@ test_that("column names where data belong: the error names the formula form", {
   expect_error(gcm(df$exposure, "outcome", df$age), "`y` is a column name (\"outcome\")",
                fixed = TRUE)
 })
+
+test_that("privgcm tightens public bounds by default; tighten = FALSE keeps them", {
+  skip_if_no_privci()
+  skip_if_not(py_has_arg("privgcm", "tighten"), "privci without `tighten`")
+  d <- sim_data(n = 5000)
+  tight <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 8, y_bound = 8, z_center = 0,
+                   z_scale = 1, seed = 4)
+  kept <- privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 8, y_bound = 8, z_center = 0,
+                  z_scale = 1, seed = 4, tighten = FALSE)
+  # the released window lies inside the public one; the public one is kept as given
+  expect_lt(tight$bounds$x_bound, 8)
+  expect_lt(tight$bounds$y_bound, 8)
+  expect_equal(kept$bounds$x_bound, 8)
+  expect_true(any(grepl("tightened", tight$caveats, fixed = TRUE)))
+  expect_false(any(grepl("tightened", kept$caveats, fixed = TRUE)))
+  py <- py_direct("privgcm", d$x, d$y, d$z, epsilon = 2, x_bound = 8, y_bound = 8,
+                  z_center = 0, z_scale = 1, seed = 4, tighten = FALSE)
+  expect_identical(unname(kept$statistic), py$statistic)
+  expect_error(privgcm(d$x, d$y, d$z, epsilon = 2, x_bound = 8, y_bound = 8,
+                       tighten = "yes"), "tighten")
+})
