@@ -384,8 +384,8 @@ MUTANTS = [
            False, ("tests/test_bounds.py",)),
     # --- stop 51: public bounds tightened to a released window ---------------------------
     Mutant("tighten-uncapped", "_gcm_pipeline.py",
-           r"v = np\.minimum\(v \* max\(width, TIGHT_WIDTH\), caps\[key\]\)",
-           "v = v * max(width, TIGHT_WIDTH)",
+           r"v = np\.minimum\(v, caps\[key\]\)",
+           "v = v",
            "a tightened window is not capped at the public bound (beyond the range the user "
            "made public)", 1, False,
            ("tests/test_tighten.py::test_window_never_exceeds_the_public_bound",)),

@@ -93,9 +93,9 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
             # privgcm's default tightens the public bounds (stop 51): the window it targets
             # is the 0.8 quantile of |x - public centre| (twice that under
             # assume="additive" with two or more columns), at most the public bound
-            from privci._gcm_pipeline import STATED_BOUND_WIDTH, TIGHT_WIDTH
+            from privci._gcm_pipeline import STATED_BOUND_WIDTH
             wide = (STATED_BOUND_WIDTH if (ASSUME.get(cls) == "additive" and z.shape[1] > 1)
-                    else TIGHT_WIDTH)
+                    else 1.0)
             for a, col in (("x", x), ("y", y)):
                 c = pub[a + "_center"]
                 w[a + "_bound"] = min(pub[a + "_bound"], wide * float(

@@ -375,9 +375,6 @@ STATED_BOUND_WIDTH = 2.0  # "auto" x/y bounds under assume="additive" with two o
 #                          epsilon 1 fell from 0.90 to 0.30 with 2)
 
 
-TIGHT_WIDTH = 1.0  # a tightened public bound's window: this many times the released quantile
-
-
 def _bound_width(par, inp):
     """The factor on the released "auto" x/y bounds: STATED_BOUND_WIDTH under
     assume="additive" with two or more columns of z, else 1 (public numbers: the model
@@ -443,18 +440,17 @@ def release_public(par, plan, inp, zs_pub):
             if out.xy.get(key) is not None:
                 v = np.asarray(out.xy[key], dtype=np.float64)
                 if key.endswith("bound"):
+                    v = v * width
                     if caps[key] is not None:
-                        # post-processing with public numbers
-                        v = np.minimum(v * max(width, TIGHT_WIDTH), caps[key])
-                    else:
-                        v = v * width
+                        # a tightened window is at most the public one (public numbers)
+                        v = np.minimum(v, caps[key])
                 setattr(inp, attr, v)
         tightened = [k for k in ("x_bound", "y_bound") if caps[k] is not None]
         if tightened:
             out.caveats = out.caveats + (
                 "tightened windows (tighten): " + "; ".join(
-                    f"the public {k} {_fmt(caps[k])} was tightened to {_fmt(getattr(inp, k[0] + 'b'))}"
-                    for k in tightened)
+                    f"the public {k} {_fmt(caps[k])} was tightened to "
+                    f"{_fmt(getattr(inp, k[0] + 'b'))}" for k in tightened)
                 + f" (a private {out.xy['bound_quantile']:g} quantile of |value - public centre| "
                 "among candidates up to the public bound, at most the public bound; clipping x "
                 "and y to any window leaves a null true, and a window near the data's spread "

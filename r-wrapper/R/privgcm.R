@@ -74,8 +74,8 @@
 #'   clipped to that window (at most the public one; clipping leaves a null
 #'   true). A domain range is usually far wider than the data, and the
 #'   test's signal falls with the window's width. `"auto"`: `TRUE` with the
-#'   spline fit and z unless the fit could be resolved only without that
-#'   share of epsilon; `FALSE` keeps the public windows (fewer fail-safes
+#'   spline fit and z unless a model is stated (`assume`) or the fit could
+#'   be resolved only without that share of epsilon; `FALSE` keeps the public windows (fewer fail-safes
 #'   where E\[X | Z\] fills the window).
 #' @param n_blocks `"auto"` (default: the public rule), a whole number k of
 #'   noisy block sums, or `NULL` (one per row, the paper's Algorithm 1; with
