@@ -325,3 +325,132 @@ def test_spline_plan_solved_n_reaches_its_target_when_run():
             res = privci.privgcm(x, y, z, epsilon=5.0, assume="linear", rng=rng, **win)
         rej += res.pvalue <= 0.05
     assert rej >= 612, (pn.n, rej)
+
+
+# --- privgcm's tightened public bounds in the planner (tighten="auto", stop 52) -----------
+
+def _readme_data(n, seed):
+    g = np.random.default_rng(seed)
+    z = g.normal(size=(n, 1))
+    x = np.sin(z[:, 0]) + g.normal(size=n)
+    y = np.cos(z[:, 0]) + 0.8 * (x - np.sin(z[:, 0])) + g.normal(size=n)
+    return x, y, z
+
+
+def _released_level(res):
+    """The quantile level privgcm's tightening released (from its caveat), or None."""
+    import re
+    for c in res.privacy.caveats:
+        m = re.search(r"tightened to .* \(a private ([0-9.]+) quantile", c)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+@pytest.mark.parametrize("n, eps, z_public", [
+    (2000, 2.0, True), (2000, 2.0, False), (2000, 1.0, True), (10_000, 0.5, False),
+    (1200, 3.0, True), (30_000, 5.0, False)])
+def test_plan_tightens_where_privgcm_does_at_the_level_it_releases(n, eps, z_public):
+    """The planner's tighten="auto" follows privgcm's decision (public numbers: the fit
+    resolvable with the bounds' share) and the quantile level privgcm's bounds release
+    (lowered from 0.8 where n epsilon is small), for public and released z."""
+    x, y, z = _readme_data(n, 5)
+    kw = dict(z_center=0.0, z_scale=1.0) if z_public else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = privci.privgcm(x, y, z, epsilon=eps, x_bound=3.5, y_bound=4.5, rng=1, **kw)
+        except ValueError as e:
+            assert "resolv" in str(e)
+            res = None
+        p = _plan(n=n, epsilon=eps, effect=0.8, x_bound=3.5, y_bound=4.5,
+                  auto="none" if z_public else "z")
+    if res is None:
+        assert p.details["resolvable"] is False
+        return
+    lev = _released_level(res)
+    assert p.details["tightened"] is (lev is not None)
+    if lev is not None:
+        assert p.details["tight_quantile"] == pytest.approx(lev, abs=5e-6)
+        wx, wy = p.details["windows"]
+        assert 0.0 < wx < 3.5 and 0.0 < wy < 4.5
+
+
+def test_plan_tighten_changes_the_plan_and_false_keeps_the_public_windows():
+    kw = dict(n=2000, epsilon=2.0, effect=0.8, x_bound=3.5, y_bound=4.5)
+    t = _plan(**kw)                       # the default: privgcm's tighten="auto"
+    f = _plan(tighten=False, **kw)
+    assert t.details["tightened"] is True and f.details["tightened"] is False
+    assert "windows" not in f.details
+    assert t.power != f.power
+    assert _plan(tighten=True, **kw).power == t.power
+    # at n = 2000, epsilon = 1 with public z the fit resolves only without the bounds'
+    # share: "auto" keeps the public windows (as privgcm), True plans a refusal
+    kw1 = dict(kw, epsilon=1.0, auto="none")
+    a = _plan(**kw1)
+    assert a.details["tightened"] is False and a.details["resolvable"] is True
+    assert a.power == _plan(tighten=False, **kw1).power
+    tr = _plan(tighten=True, **kw1)
+    assert tr.details["resolvable"] is False and tr.power == 0.0
+
+
+def test_tightened_model_matches_its_monte_carlo():
+    """_tightened's windows, clipped effect and sd against a Monte Carlo of the same model
+    (z ~ N(0, 1), the half-sine regression, jointly normal residuals)."""
+    from privci.plan import _tightened
+    eff, esd, xb, yb, r = 0.3, 1.2, 4.0, 5.0, (0.3, 0.2)
+    wx, wy, e_t, sd_t, r_t = _tightened(eff, esd, xb, yb, r, "half sine", 0.7)
+    g = np.random.default_rng(3)
+    m = 400_000
+    prod = math.sqrt(esd ** 2 - eff ** 2)
+    sx = math.sqrt(prod * xb / yb)
+    sy = prod / sx
+    rho = eff / prod
+    t = g.standard_normal(m)
+    u, v = g.standard_normal(m), g.standard_normal(m)
+    fx = r[0] * xb * np.sin(np.pi * np.clip(t, -4, 4) / 4)
+    fy = r[1] * yb * np.sin(np.pi * np.clip(t, -4, 4) / 4)
+    x = fx + sx * u
+    y = fy + sy * (rho * u + math.sqrt(1 - rho ** 2) * v)
+    assert wx == pytest.approx(np.quantile(np.abs(x), 0.7), rel=0.01)
+    assert wy == pytest.approx(np.quantile(np.abs(y), 0.7), rel=0.01)
+    cx, cy = np.clip(x, -wx, wx), np.clip(y, -wy, wy)
+    # conditional means on fine bins of t (the regression is a function of t)
+    bins = np.quantile(t, np.linspace(0, 1, 801))
+    idx = np.clip(np.searchsorted(bins, t, side="right") - 1, 0, 799)
+    gx = (np.bincount(idx, cx, 800) / np.bincount(idx, minlength=800))[idx]
+    gy = (np.bincount(idx, cy, 800) / np.bincount(idx, minlength=800))[idx]
+    p = (cx - gx) * (cy - gy)
+    assert e_t == pytest.approx(p.mean(), rel=0.03)
+    assert sd_t == pytest.approx(p.std(), rel=0.03)
+    assert e_t < eff                      # the clip shrinks the covariance
+    # the range: the clipped regression's largest |E[clip(x) | z]| on |z| <= 2 is at z = 2
+    # here (the half sine is largest there); a Monte Carlo of that conditional mean
+    edge = np.clip(r[0] * xb + sx * g.standard_normal(m), -wx, wx).mean()
+    assert r_t[0] == pytest.approx(abs(edge) / wx, abs=0.01)
+
+
+def test_plan_tighten_errors_name_the_argument():
+    kw = dict(n=2000, epsilon=2.0, effect=0.8, x_bound=3.5, y_bound=4.5)
+    with pytest.raises(ValueError, match="`tighten` must be 'auto', True or False; got 'yes'"):
+        _plan(tighten="yes", **kw)
+    with pytest.raises(TypeError, match="`tighten` must be"):
+        _plan(tighten=1.5, **kw)
+    for extra in (dict(regression="krr"), dict(z_columns=2, assume="additive"),
+                  dict(auto="all"), dict(assume="linear")):
+        with pytest.raises(ValueError, match="`tighten=True` plans privgcm's tightened"):
+            _plan(tighten=True, **kw, **extra)
+    # where privgcm does not tighten, "auto" plans the public windows
+    p = _plan(**kw, z_columns=2, assume="additive")
+    assert p.details["tightened"] is False
+
+
+def test_plan_tighten_effect_beyond_the_normal_model_is_not_modelled():
+    kw = dict(n=10_000, epsilon=2.0, effect=1.0, x_bound=1.0, y_bound=1.0)
+    with pytest.warns(UserWarning, match="tightened"):
+        p = _plan(**kw)
+    assert math.isnan(p.power) and p.details["modelled"] is False
+    assert "tightened windows' normal model" in repr(p)
+    assert p.details["regular_case_power"] == pytest.approx(_plan(tighten=False, **kw).power)
+    with pytest.raises(ValueError, match="cannot solve for n with tighten='auto'"):
+        _plan(epsilon=2.0, power=0.8, effect=1.0, x_bound=1.0, y_bound=1.0)

@@ -89,7 +89,7 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
                dict(x_center=float(x.mean()), x_bound=4.0 * float(x.std()),
                     y_center=float(y.mean()), y_bound=4.0 * float(y.std())))
         w = dict(pub)
-        if TIGHTEN and ASSUME.get(cls) is None:
+        if TIGHTEN and not PLANNER_TIGHTENS and ASSUME.get(cls) is None:
             # privgcm's default tightens the public bounds (stop 51): the window it targets
             # is the 0.8 quantile of |x - public centre| (twice that under
             # assume="additive" with two or more columns), at most the public bound
@@ -131,11 +131,18 @@ NOT_SMOOTH = ("kink",)                      # E[X | Z] = 2 |z|: not smooth at 0
 DISCRETE_X = ("binary_x", "count_x")
 AUTO = {"public": "none", "zauto": "z", "auto": "all"}
 TIGHTEN = True    # privgcm's default (tighten="auto"): public bounds tightened (stop 51)
+PLANNER_TIGHTENS = True   # the planner is told the public windows and the effect of the data
+#                           clipped to them, and models the tightening itself (plan's
+#                           tighten="auto", stop 52); False: it is told the windows the
+#                           release targets and the effect of the data clipped to those
+#                           (stop 51's runs), with tighten=False
 
 
 def auto_of(params, cls):
     """The planner's ``auto`` for a cell: with tightened public bounds the "public" cells
     spend 10% of epsilon on the bounds, as "z" does."""
+    if PLANNER_TIGHTENS:
+        return AUTO[params]
     return "z" if (params == "public" and TIGHTEN and ASSUME.get(cls) is None) else AUTO[params]
 
 
@@ -154,6 +161,10 @@ def predict(cls, n, eps, params, facts):
     kw = dict(effect=facts["effect"], effect_sd=facts["effect_sd"], x_bound=w["x_bound"],
               y_bound=w["y_bound"], regression="spline", z_columns=facts["d"],
               assume=ASSUME.get(cls), auto=auto_of(params, cls), ranges=facts["ranges"])
+    if TIGHTEN and PLANNER_TIGHTENS:
+        kw["tighten"] = "auto"            # privgcm's default, modelled by the planner
+    else:
+        kw["tighten"] = False             # the windows given are those the test uses
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -242,6 +253,21 @@ def grid(quick):
     return cells
 
 
+def mid_grid():
+    """Stop 52: cells where the tightened default's power is neither 0 nor 1 (the planner's
+    prediction between 0.1 and 0.9; chosen by the prediction, so the informative cells),
+    one-column classes the planner models, public and released z parameters."""
+    cells = []
+    for cls in ("readme", "hetero", "skewed"):
+        for n in (1200, 1500, 1800, 2500, 3000, 4000):
+            for eps in (1.0, 1.25, 1.5, 2.0, 3.0):
+                for params in ("public", "zauto"):
+                    p, ok, _ = predict(cls, n, eps, params, design_facts(cls, params))
+                    if ok and 0.1 <= p <= 0.9:
+                        cells.append((cls, n, eps, params))
+    return cells
+
+
 def table(rows):
     cols = ["class", "n", "epsilon", "params", "predicted", "measured", "lo", "hi", "abs_err",
             "within_0.10", "modelled", "failsafe"]
@@ -278,9 +304,18 @@ def main(argv=None):
                     help="measure only the grid's cells of these classes")
     ap.add_argument("--no-tighten", action="store_true",
                     help="privgcm with tighten=False on public windows (before stop 51)")
+    ap.add_argument("--given-windows", action="store_true",
+                    help="tell the planner the windows privgcm's tightening targets (the "
+                         "0.8 quantile; privgcm lowers it where n epsilon is small, which "
+                         "this mode does not follow) and the effect clipped to them, with "
+                         "tighten=False (stop 51's runs); default: the public windows and "
+                         "the planner's own tighten='auto'")
+    ap.add_argument("--mid", action="store_true",
+                    help="the mid-power grid (stop 52): one-column cells predicted 0.1-0.9")
     args = ap.parse_args(argv)
-    global TIGHTEN
+    global TIGHTEN, PLANNER_TIGHTENS
     TIGHTEN = not args.no_tighten
+    PLANNER_TIGHTENS = not args.given_windows
     facts_cache = {}
 
     def facts(cls, params):
@@ -293,6 +328,9 @@ def main(argv=None):
         with open(args.from_csv) as fh:
             old = list(csv.DictReader(fh))
         for r in old:
+            r = dict(r)
+            r.setdefault("class", r.get("cls"))
+            r.setdefault("epsilon", r.get("eps"))
             cell = (r["class"], int(r["n"]), float(r["epsilon"]), r["params"])
             f = facts(cell[0], cell[3])
             p, ok, _ = predict(*cell, f)
@@ -310,7 +348,8 @@ def main(argv=None):
         if args.out:
             write_csv(args.out, rows)
         return rows
-    cells = list(enumerate(grid(args.quick)))     # a cell's seed: its index in the grid
+    cells = list(enumerate(mid_grid() if args.mid else grid(args.quick)))
+    # a cell's seed: its index in the grid
     if args.classes:
         cells = [(i, c) for i, c in cells if c[0] in args.classes]
     state = code_state()

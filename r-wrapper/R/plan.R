@@ -45,6 +45,16 @@
 #'   of that range, a clipped line and a half sine (a curved regression gets
 #'   a larger bias allowance); the plan gives the least (`details$shape_powers`
 #'   has both) and Python warns where they differ by more than 0.10.
+#' @param tighten `NULL` (Python's default, `"auto"`: not passed), `"auto"`,
+#'   `TRUE` or `FALSE`: privgcm's `tighten` ([privgcm()]). The default plans
+#'   privgcm's default call, which tightens public bounds to a released window
+#'   where the fit resolves with the bounds' share (one column of z, no stated
+#'   model, public bounds): the window (privgcm's quantile level) and the
+#'   residual products clipped to it are modelled with normal residuals
+#'   (`details$windows`, `details$tightened_effect`). `FALSE` plans the
+#'   windows given. Measured: within 0.10 on the one-column grid cells, but
+#'   over-predicting by up to 0.17 on 12 of 38 mid-power cells (skewed noise,
+#'   windows not centred on the data).
 #' @param regular `TRUE` (default): the design is one the planner models
 #'   (smooth regressions, z near normal). `FALSE` says it is not (a kink, a
 #'   step, z far from normal, binary or count x or y with released windows):
@@ -78,7 +88,8 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
                  ridge_lambda = 5, sensitivity = NULL, n_blocks = NULL, n_resamples = 19L,
                  alpha = 0.05, alternative = c("two.sided", "less", "greater"), n_mc = 20000L,
                  seed = 0, regression = c("spline", "krr"), z_columns = 1L, assume = NULL,
-                 assume_additive = FALSE, auto = NULL, ranges = NULL, regular = TRUE, ...) {
+                 assume_additive = FALSE, auto = NULL, ranges = NULL, regular = TRUE,
+                 tighten = NULL, ...) {
   call <- match.call()
   test <- match.arg(test)
   alternative <- match.arg(alternative)
@@ -99,6 +110,13 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
   if (!isFALSE(assume_additive)) args$assume_additive <- assume_additive
   if (!is.null(auto)) args$auto <- auto
   if (!is.null(ranges)) args$ranges <- ranges
+  if (!is.null(tighten)) {
+    if (!(identical(tighten, "auto") || isTRUE(tighten) || isFALSE(tighten))) {
+      stop("`tighten` must be \"auto\", TRUE or FALSE; got ", .expr(tighten), " instead.",
+           call. = FALSE)
+    }
+    args$tighten <- tighten
+  }
   if (!(isTRUE(regular) || isFALSE(regular))) {
     stop("`regular` must be TRUE or FALSE; got ", .expr(regular), " instead.", call. = FALSE)
   }
@@ -106,7 +124,8 @@ plan <- function(test = c("privgcm", "privcrt"), n = NULL, epsilon = NULL, power
   .privci()
   fun <- reticulate::import("privci.plan")$plan
   res <- .py_call(fun, c(args, .py_extra(list(...), c(names(args), "assume", "assume_additive",
-                                                      "auto", "ranges", "regular"), "plan")),
+                                                      "auto", "ranges", "regular",
+                                                      "tighten"), "plan")),
                  call)
   num <- function(v) if (is.null(v)) NULL else as.numeric(v)
   structure(list(

@@ -66,3 +66,25 @@ test_that("plan() gives the least power of the reference shapes and warns where 
   expect_identical(p$power, min(sp))
   expect_lt(sp[["half sine"]], sp[["clipped line"]])
 })
+
+test_that("plan(tighten = ) plans privgcm's tightened windows as the Python call does", {
+  skip_if_no_privci()
+  params <- reticulate::py_eval("lambda f: list(__import__('inspect').signature(f).parameters)")
+  py_has <- "tighten" %in% unlist(params(reticulate::import("privci.plan")$plan))
+  skip_if_not(py_has, "the Python package has no `tighten` in plan")
+  p <- plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, x_bound = 3.5, y_bound = 4.5)
+  expect_true(p$details$tightened)
+  w <- unlist(p$details$windows)
+  expect_true(all(w > 0) && w[1] < 3.5 && w[2] < 4.5)
+  f <- plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, x_bound = 3.5, y_bound = 4.5,
+            tighten = FALSE)
+  expect_false(f$details$tightened)
+  py <- reticulate::import("privci.plan")$plan("privgcm", n = 2000L, epsilon = 2,
+                                                effect = 0.8, x_bound = 3.5, y_bound = 4.5,
+                                                tighten = FALSE)
+  expect_identical(f$power, py$power)
+  expect_error(plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, tighten = "yes"),
+               "`tighten` must be \"auto\", TRUE or FALSE", fixed = TRUE)
+  expect_error(plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, tighten = TRUE,
+                    regression = "krr"), "tighten=True", fixed = TRUE)
+})
