@@ -116,6 +116,17 @@ SQ_SHARES = (0.05, 0.1, 0.15, 0.2, 0.3)  # k = 1: the rule's choices for the squ
 SQ_UCB = 1.0              # k = 1: the variance uses Q + SQ_UCB noise scales (an upper bound)
 CERTIFY_SHARE = 0.5       # estimated bias^2 / (block + shift variance) above which: flagged
 INTERVAL_CHOICES = (4, 8, 16, 32, 64)  # test-basis intervals per column (rich: twice)
+COARSE_INTERVALS = None   # the full fit of one column where no resolution of
+#                           INTERVAL_CHOICES resolves: this coarser test basis (rich: twice),
+#                           a last rung before the refusal; None: refuse there.  Tried at
+#                           stop 52 with 2 and not kept: it resolves 2.6 times smaller
+#                           n epsilon (README design, n = 2000, epsilon 1: planned 0.60
+#                           against 0.008), but its check (4 intervals) does not see
+#                           oscillations that the refusal had kept from being answered:
+#                           nulls with periods 2 to 0.8 (osc2-osc5) rejected in 0.95-1.00 of
+#                           200 at n = 2000, epsilon 1 and n = 10^4, epsilon 0.2, and osc1
+#                           (period 4, the rung's stated edge) in 0.145-0.16 at n = 1000 and
+#                           2000 (vignettes/results/s52_tried_coarse_rung_null_*.csv)
 FIT_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 RES_TOL = 0.1             # the rule: the finest resolution within this of the least critical value
 CERT_RHO = 0.9            # a fit is certified when no central direction is shrunk by > 10%
@@ -980,14 +991,15 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
                           None if LINEAR_FREE_RHO is None else float(LINEAR_FREE_RHO),
                           bool(LINEAR_MARGIN), float(LINEAR_POWER_TARGET),
                           bool(ADDITIVE_ALLOWANCE),
-                          None if ADDITIVE_MIN_SHARE is None else float(ADDITIVE_MIN_SHARE))
+                          None if ADDITIVE_MIN_SHARE is None else float(ADDITIVE_MIN_SHARE),
+                          None if COARSE_INTERVALS is None else int(COARSE_INTERVALS))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                    interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0,
                    linear_free_rho=None, linear_margin=False, power_target=0.8,
-                   additive_allowance=True, additive_min_share=None):
+                   additive_allowance=True, additive_min_share=None, coarse=None):
     # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
@@ -1030,6 +1042,15 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                         cands.extend(options(key, f, g))
             if cands:
                 break                 # a checked design where one is resolvable
+    if (available and not cands and coarse is not None and model_ == "full" and d == 1
+            and coarse < min(choices)):
+        # stop 52: the last rung before the refusal, a coarser test basis (its nested rich
+        # fit twice as fine), only where no resolution of ``choices`` resolves
+        key = (d, model_, coarse, True)
+        for f in fit_shares:
+            for g in gram_shares:
+                if _resolvable(n, key, f * epsilon, g):
+                    cands.extend(options(key, f, g))
     certified = bool(cands)
     if cands and not cands[0][6][3]:
         # bias first: without a check the ridge's shrinkage bias grows as the fit's share
@@ -1114,7 +1135,8 @@ def _resolves(n, d, epsilon, model):
     keyed by the constants it reads, so that studies may vary them)."""
     return _resolves_cached(int(n), int(d), float(epsilon), str(model), tuple(FIT_SHARES),
                             tuple(GRAM_SHARES), float(CERT_RHO), float(CERT_RHO_LINEAR),
-                            float(CERT_RHO_LINEAR_UNCHECKED))
+                            float(CERT_RHO_LINEAR_UNCHECKED),
+                            -1 if COARSE_INTERVALS is None else int(COARSE_INTERVALS))
 
 
 @lru_cache(maxsize=65536)
@@ -1129,6 +1151,9 @@ def _resolves_cached(n, d, epsilon, model, fit_shares, gram_shares, *rhos):
     else:
         checks = (True, False)
     first = _interval_choices(d, model_)[0]
+    coarse = rhos[-1]
+    if model_ == "full" and d == 1 and 0 < coarse < first:
+        first = coarse                # stop 52's last rung (choose_design: COARSE_INTERVALS)
     return any(_resolvable(n, (d, model_, first, checked), f * epsilon, g)
                for checked in checks for f in fit_shares for g in gram_shares)
 
