@@ -253,14 +253,14 @@ def grid(quick):
     return cells
 
 
-def mid_grid():
+def mid_grid(ns=(1200, 1500, 1800, 2500, 3000, 4000), epss=(1.0, 1.25, 1.5, 2.0, 3.0)):
     """Stop 52: cells where the tightened default's power is neither 0 nor 1 (the planner's
     prediction between 0.1 and 0.9; chosen by the prediction, so the informative cells),
     one-column classes the planner models, public and released z parameters."""
     cells = []
     for cls in ("readme", "hetero", "skewed"):
-        for n in (1200, 1500, 1800, 2500, 3000, 4000):
-            for eps in (1.0, 1.25, 1.5, 2.0, 3.0):
+        for n in ns:
+            for eps in epss:
                 for params in ("public", "zauto"):
                     p, ok, _ = predict(cls, n, eps, params, design_facts(cls, params))
                     if ok and 0.1 <= p <= 0.9:
@@ -312,6 +312,9 @@ def main(argv=None):
                          "the planner's own tighten='auto'")
     ap.add_argument("--mid", action="store_true",
                     help="the mid-power grid (stop 52): one-column cells predicted 0.1-0.9")
+    ap.add_argument("--mid-n", nargs="+", type=int, default=None,
+                    help="with --mid: these n (and --mid-eps) instead of the stop-52 grid")
+    ap.add_argument("--mid-eps", nargs="+", type=float, default=[1.1, 1.75, 2.5])
     args = ap.parse_args(argv)
     global TIGHTEN, PLANNER_TIGHTENS
     TIGHTEN = not args.no_tighten
@@ -348,7 +351,9 @@ def main(argv=None):
         if args.out:
             write_csv(args.out, rows)
         return rows
-    cells = list(enumerate(mid_grid() if args.mid else grid(args.quick)))
+    cells = list(enumerate(mid_grid(*(
+        [tuple(args.mid_n), tuple(args.mid_eps)] if args.mid_n else []))
+        if args.mid else grid(args.quick)))
     # a cell's seed: its index in the grid
     if args.classes:
         cells = [(i, c) for i, c in cells if c[0] in args.classes]
