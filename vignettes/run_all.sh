@@ -10,7 +10,7 @@ py=${PYTHON:-python3}
 data=$1; shift
 quick=""
 if [ "$1" = "--quick" ]; then quick="--quick"; shift; fi
-figs=${*:-1 2 3 4 5 6 rff auto causal bias spline defaults stress readme power}
+figs=${*:-1 2 3 4 5 6 rff auto causal bias spline defaults stress readme power docs}
 for f in $figs; do
   case $f in
     1) script=fig1_type1_vs_s.py; extra="";;
@@ -28,6 +28,7 @@ for f in $figs; do
     stress) script=level_stress.py; extra="";;
     readme) script=readme_power.py; extra="";;
     power) script=power_decomposition.py; extra="";;
+    docs) script=docs_examples_power.py; extra="";;
     *) echo "unknown figure $f" >&2; exit 2;;
   esac
   echo "== figure $f: $script $quick $(date -u +%H:%M:%S)"
