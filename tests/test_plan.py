@@ -454,3 +454,66 @@ def test_plan_tighten_effect_beyond_the_normal_model_is_not_modelled():
     assert p.details["regular_case_power"] == pytest.approx(_plan(tighten=False, **kw).power)
     with pytest.raises(ValueError, match="cannot solve for n with tighten='auto'"):
         _plan(epsilon=2.0, power=0.8, effect=1.0, x_bound=1.0, y_bound=1.0)
+
+
+# --- the ladder of models (plan_models, issue 35 item 4) -----------------------------------
+
+def test_plan_models_ladder_matches_plan_and_privgcm():
+    from privci.plan import plan_models
+    m = plan_models(n=442, epsilon=8.0, effect=0.2, z_columns=3)
+    assert [r["model"] for r in m.rows] == ["full", "additive", "linear"]
+    assert [r["resolvable"] for r in m.rows] == [False, False, True]
+    assert m.recommended == "linear"
+    # each row is plan()'s answer for that model
+    for r in m.rows:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = _plan(n=442, epsilon=8.0, effect=0.2, z_columns=3,
+                      assume=None if r["model"] == "full" else r["model"])
+        assert p.power == r["power"] or (math.isnan(p.power) and math.isnan(r["power"]))
+        assert p.details["resolvable"] is r["resolvable"]
+    # no full fit for three columns; the additive model resolves from the stated epsilon
+    full, add, lin = m.rows
+    assert full["smallest_epsilon"] is None and lin["smallest_epsilon"] is None
+    e = add["smallest_epsilon"]
+    assert e is not None and e > 8.0
+    assert _plan(n=442, epsilon=e, effect=0.2, z_columns=3,
+                 assume="additive").details["resolvable"] is True
+    assert _plan(n=442, epsilon=e / 1.1, effect=0.2, z_columns=3,
+                 assume="additive").details["resolvable"] is False
+    # privgcm refuses what the ladder says is not resolvable, and answers the rest
+    g = np.random.default_rng(4)
+    z = g.normal(size=(442, 3))
+    x = z[:, 0] + g.normal(size=442)
+    y = x + g.normal(size=442)
+    kw = dict(epsilon=8.0, x_bound=4, y_bound=6, rng=1)
+    for r in m.rows:
+        model = None if r["model"] == "full" else r["model"]
+        if r["resolvable"]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                privci.privgcm(x, y, z, assume=model, **kw)
+        else:
+            with pytest.raises(privci.UnresolvableDesignError):
+                privci.privgcm(x, y, z, assume=model, **kw)
+    text = repr(m)
+    assert "recommended: assume='linear'" in text and "resolves from epsilon" in text
+
+
+def test_plan_models_one_column_and_errors():
+    from privci.plan import ModelsPlan, plan_models
+    m = plan_models(n=10_000, epsilon=2.0, effect=0.3, z_columns=1, x_bound=4, y_bound=4)
+    assert isinstance(m, ModelsPlan)
+    assert [r["model"] for r in m.rows] == ["full", "linear"]
+    assert m.recommended == "full" and m.rows[0]["checked"] is True
+    assert m.plans["full"].details["tightened"] is True       # privgcm's default
+    # below the full fit's edge the ladder names its smallest epsilon
+    low = plan_models(n=2000, epsilon=0.5, effect=0.8, z_columns=1, x_bound=3.5, y_bound=4.5)
+    assert low.rows[0]["resolvable"] is False and low.rows[0]["smallest_epsilon"] > 0.5
+    for bad in ("assume", "test", "regression", "power"):
+        with pytest.raises(TypeError, match=f"sets `{bad}` itself"):
+            plan_models(n=100, epsilon=1.0, effect=0.1, z_columns=2, **{bad: "linear"})
+    with pytest.raises(ValueError, match="`n`"):
+        plan_models(n=1, epsilon=1.0, effect=0.1, z_columns=2)
+    with pytest.raises(ValueError, match="`epsilon`"):
+        plan_models(n=100, epsilon=-1.0, effect=0.1, z_columns=2)

@@ -53,7 +53,7 @@ import numpy as np
 
 from . import _validation as V
 
-__all__ = ["plan", "PowerPlan", "plan_pc", "PCPlan"]
+__all__ = ["plan", "PowerPlan", "plan_models", "ModelsPlan", "plan_pc", "PCPlan"]
 
 _TESTS = ("privgcm", "privcrt")
 
@@ -1184,6 +1184,141 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                      power=float(pval), alpha=alpha, effect=effect, effect_sd=float(effect_sd),
                      rho=rho, sigma=sigma, sensitivity=C, n_blocks=k, noncentrality=nc,
                      approximation=approx, details=details)
+
+
+# --- the ladder of models (issue 35, item 4) ----------------------------------------------
+
+_MODEL_NAMES = {"full": "full fit (no assumption)", "additive": "assume='additive'",
+                "linear": "assume='linear'"}
+
+
+@dataclass(frozen=True)
+class ModelsPlan:
+    """The answer of :func:`plan_models`: each of privgcm's models at (n, epsilon, columns).
+
+    Attributes
+    ----------
+    n : int
+    epsilon : float
+    z_columns : int
+    plans : dict
+        Model ("full", "additive", "linear") -> its :class:`PowerPlan` (one column: "full"
+        and "linear"; "additive" is the full fit there).
+    rows : tuple of dict
+        One per model, in the order of ``plans``: ``model``, ``resolvable`` (privgcm
+        answers; else it refuses before anything is spent), ``checked`` (a stated model's
+        check runs; None where not resolvable), ``power`` (nan where not modelled),
+        ``smallest_epsilon`` (the total epsilon from which the model resolves at this n,
+        with the same released parameters; None where no epsilon does).
+    recommended : str or None
+        The weakest assumption that resolves here: "full" where it resolves, else
+        "additive", else "linear"; None where none does.
+    """
+
+    n: int
+    epsilon: float
+    z_columns: int
+    plans: dict
+    rows: tuple
+    recommended: object
+
+    def __repr__(self):
+        lines = [f"ModelsPlan(privgcm: n = {self.n}, epsilon = {self.epsilon:.4g}, "
+                 f"{self.z_columns} column(s) of z; recommended: "
+                 f"{_MODEL_NAMES.get(self.recommended, 'none resolves here')})"]
+        for r in self.rows:
+            if not r["resolvable"]:
+                what = "not resolvable: privgcm refuses"
+                if r["smallest_epsilon"] is not None:
+                    what += f" (resolves from epsilon {r['smallest_epsilon']:.2g})"
+                elif r["model"] == "full" and self.z_columns > 1:
+                    what += " (no full fit for several columns)"
+            else:
+                pw = "not modelled" if math.isnan(r["power"]) else f"power {r['power']:.3f}"
+                chk = "" if r["model"] == "full" else (
+                    "; checked" if r["checked"] else "; NOT checked (the level rests on it)")
+                what = pw + chk
+            lines.append(f"  {_MODEL_NAMES[r['model']]:<26} {what}")
+        return "\n".join(lines)
+
+
+def plan_models(*, n, epsilon, effect, z_columns, **kwargs):
+    """Which of privgcm's models resolves at (n, epsilon, columns of z), and the power of each.
+
+    The ladder of models of the released regression: the full fit (no assumption; one
+    column of z), ``assume="additive"`` and ``assume="linear"`` (fewer coefficients, so
+    smaller n epsilon).  :func:`plan` is computed for each at the same n, epsilon and
+    effect; public numbers only, nothing is spent.
+
+    Parameters
+    ----------
+    n : int
+    epsilon : float
+        privgcm's total epsilon.
+    effect : float
+        As in :func:`plan`.
+    z_columns : int
+        The number of columns of z.
+    **kwargs
+        Passed to :func:`plan` for every model (``x_bound``, ``y_bound``, ``effect_sd``,
+        ``auto``, ``ranges``, ``alpha``, ...; not ``assume``, ``test``, ``regression`` or
+        ``power``).  The warnings of the plans are collected, not raised:
+        ``plans[model].details`` has what each says.
+
+    Returns
+    -------
+    ModelsPlan
+
+    Notes
+    -----
+    The planner's accuracy for each model is that of :func:`plan` (measured in
+    ``vignettes/plan_accuracy.py``; stated models with a window that clips the regression
+    are not modelled).  A stated model's power holds when the model is true; where its check
+    runs (``checked``) a false model is mostly turned into the fail-safe p = 1, where it does
+    not the level rests on the assumption.
+
+    Examples
+    --------
+    >>> from privci.plan import plan_models
+    >>> m = plan_models(n=442, epsilon=8.0, effect=0.2, z_columns=3)   # the diabetes rows
+    >>> m.recommended, [r["resolvable"] for r in m.rows]
+    ('linear', [False, False, True])
+    >>> plan_models(n=10_000, epsilon=2.0, effect=0.3, z_columns=1, x_bound=4,
+    ...             y_bound=4).recommended
+    'full'
+    """
+    import warnings
+
+    from ._spline import FULL_MAX_D, smallest_epsilon
+    for bad in ("assume", "assume_additive", "test", "regression", "power"):
+        if bad in kwargs:
+            raise TypeError(f"plan_models() sets `{bad}` itself (every model of privgcm's "
+                            f"released regression); got {bad}={kwargs[bad]!r}.")
+    n = V.check_int(n, "n", 2)
+    epsilon = V.positive_finite(epsilon, "epsilon")
+    d = V.check_int(z_columns, "z_columns", 1)
+    models = ("full", "linear") if d == 1 else ("full", "additive", "linear")
+    plans, rows = {}, []
+    for model in models:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = plan("privgcm", n=n, epsilon=epsilon, effect=effect, z_columns=d,
+                     assume=None if model == "full" else model, **kwargs)
+        plans[model] = p
+        ok = bool(p.details.get("resolvable"))
+        e = None
+        if not ok and not (model == "full" and d > FULL_MAX_D):
+            # the rule's smallest test epsilon, as a total with the same released parameters
+            et = smallest_epsilon(n, d, model)
+            if et is not None:
+                ratio = float(epsilon) / _test_epsilon(epsilon, p.details.get("auto", "z"))
+                e = float(f"{et * ratio:.2g}")
+        rows.append({"model": model, "resolvable": ok,
+                     "checked": bool(p.details.get("checked")) if ok else None,
+                     "power": float(p.power), "smallest_epsilon": e})
+    rec = next((r["model"] for r in rows if r["resolvable"]), None)
+    return ModelsPlan(n=int(n), epsilon=float(epsilon), z_columns=d, plans=plans,
+                      rows=tuple(rows), recommended=rec)
 
 
 # --- a whole PC run (issue 24) ------------------------------------------------------------

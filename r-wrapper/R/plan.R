@@ -151,3 +151,68 @@ print.privci_plan <- function(x, ...) {
   cat(strwrap(x$text, exdent = 2), sep = "\n")
   invisible(x)
 }
+
+#' Which of privgcm's models resolves here, and the power of each
+#'
+#' Computed by the Python function `privci.plan.plan_models` before any data
+#' are used: [plan()] for each model of PrivGCM's released regression (the
+#' full fit without an assumption, `assume = "additive"` and
+#' `assume = "linear"`) at the same n, epsilon and effect. A model that does
+#' not resolve is refused by [privgcm()] before anything is spent; a stated
+#' model whose check does not run rests its level on the assumption.
+#'
+#' @param n The sample size.
+#' @param epsilon privgcm's total epsilon.
+#' @param effect The assumed mean of the residual product r_X r_Y (data units).
+#' @param z_columns The number of columns of z.
+#' @param ... Further named arguments passed to [plan()] for every model
+#'   (`x_bound`, `y_bound`, `effect_sd`, `auto`, `ranges`, ...).
+#' @param x A `privci_models_plan` object.
+#'
+#' @return A list of class `privci_models_plan`: `table` (a data frame with one
+#'   row per model: `model`, `resolvable`, `checked`, `power`,
+#'   `smallest_epsilon`), `recommended` (the weakest assumption that resolves
+#'   here, or `NA`) and `text` (what `print()` shows).
+#' @seealso [plan()], [privgcm()].
+#' @export
+#' @examples
+#' if (privci_available()) {
+#'   # the diabetes rows: three columns of z at n = 442
+#'   plan_models(n = 442, epsilon = 8, effect = 0.2, z_columns = 3)
+#' }
+plan_models <- function(n, epsilon, effect, z_columns, ...) {
+  call <- match.call()
+  if (missing(n) || missing(epsilon) || missing(effect) || missing(z_columns)) {
+    stop("`n`, `epsilon`, `effect` and `z_columns` are required.", call. = FALSE)
+  }
+  .privci()
+  fun <- reticulate::import("privci.plan")$plan_models
+  args <- list(n = .whole(n), epsilon = epsilon, effect = effect,
+               z_columns = .whole(z_columns))
+  extra <- list(...)
+  if ("seed" %in% names(extra)) {
+    extra$rng <- .py_seed(extra$seed)
+    extra$seed <- NULL
+  }
+  res <- .py_call(fun, c(args, .py_extra(extra, names(args), "plan.plan_models")), call)
+  rows <- res$rows
+  val <- function(r, k) if (is.null(r[[k]])) NA else r[[k]]
+  table <- data.frame(
+    model = vapply(rows, function(r) r$model, ""),
+    resolvable = vapply(rows, function(r) isTRUE(r$resolvable), TRUE),
+    checked = vapply(rows, function(r) as.logical(val(r, "checked")), NA),
+    power = vapply(rows, function(r) as.numeric(r$power), 0),
+    smallest_epsilon = vapply(rows, function(r) as.numeric(val(r, "smallest_epsilon")), 0),
+    stringsAsFactors = FALSE)
+  structure(list(table = table,
+                 recommended = if (is.null(res$recommended)) NA_character_ else res$recommended,
+                 text = .r_syntax(reticulate::py_repr(res))),
+            class = "privci_models_plan")
+}
+
+#' @rdname plan_models
+#' @export
+print.privci_models_plan <- function(x, ...) {
+  cat(x$text, sep = "\n")
+  invisible(x)
+}

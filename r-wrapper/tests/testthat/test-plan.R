@@ -88,3 +88,24 @@ test_that("plan(tighten = ) plans privgcm's tightened windows as the Python call
   expect_error(plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, tighten = TRUE,
                     regression = "krr"), "tighten=True", fixed = TRUE)
 })
+
+test_that("plan_models() gives Python's ladder of models", {
+  skip_if_no_privci()
+  has <- reticulate::py_has_attr(reticulate::import("privci.plan"), "plan_models")
+  skip_if_not(has, "the Python package has no plan_models")
+  m <- plan_models(n = 442, epsilon = 8, effect = 0.2, z_columns = 3)
+  expect_s3_class(m, "privci_models_plan")
+  expect_identical(m$table$model, c("full", "additive", "linear"))
+  expect_identical(m$table$resolvable, c(FALSE, FALSE, TRUE))
+  expect_identical(m$recommended, "linear")
+  py <- reticulate::import("privci.plan")$plan_models(n = 442L, epsilon = 8, effect = 0.2,
+                                                      z_columns = 3L)
+  expect_identical(m$table$power[3], py$rows[[3]]$power)
+  expect_output(print(m), "recommended: assume='linear'")
+  one <- plan_models(n = 10000, epsilon = 2, effect = 0.3, z_columns = 1, x_bound = 4,
+                     y_bound = 4)
+  expect_identical(one$recommended, "full")
+  expect_error(plan_models(n = 100, epsilon = 1, effect = 0.1, z_columns = 2,
+                           assume = "linear"), "sets `assume` itself", fixed = TRUE)
+  expect_error(plan_models(n = 100, epsilon = 1, effect = 0.1), "are required", fixed = TRUE)
+})
