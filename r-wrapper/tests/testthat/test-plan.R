@@ -101,7 +101,7 @@ test_that("plan_models() gives Python's ladder of models", {
   py <- reticulate::import("privci.plan")$plan_models(n = 442L, epsilon = 8, effect = 0.2,
                                                       z_columns = 3L)
   expect_identical(m$table$power[3], py$rows[[3]]$power)
-  expect_output(print(m), "recommended: assume='linear'")
+  expect_output(print(m), "recommended: assume = \"linear\"", fixed = TRUE)
   one <- plan_models(n = 10000, epsilon = 2, effect = 0.3, z_columns = 1, x_bound = 4,
                      y_bound = 4)
   expect_identical(one$recommended, "full")
