@@ -1241,8 +1241,9 @@ def unresolvable_message(n, d, p, q, epsilon, eps_test, model):
             {"full": "the full fit (assume=None)", "additive": "assume='additive'",
              "linear": "assume='linear'"}[mm] for mm in others)
             + " (a stated model is named in the result's caveats).")
-    lines.append("privci.plan('privgcm', ..., z_columns=d, assume=...) says this before any "
-                 "data is used.")
+    lines.append(f"privci.plan.plan_models(n={n}, epsilon={epsilon:g}, effect=..., "
+                 f"z_columns={d}) says this for every model, with the power of each, before "
+                 "any data is used.")
     return "  ".join(lines)
 
 
