@@ -1812,3 +1812,21 @@ def test_unchecked_additive_fit_competes_on_power_above_its_minimum_share(monkey
             m.setattr(S, name, value)
             for c in cells:
                 assert share(*c)[0] == pytest.approx(max(S.FIT_SHARES)), (name, c)
+
+
+def test_coarse_rung_is_off_and_would_answer_where_the_rule_refuses(monkeypatch):
+    """Stop 52's study knob COARSE_INTERVALS (a 2-interval last rung for one column): off by
+    default (n = 2000, test epsilon 0.9 is refused); on, the same numbers resolve with 2
+    intervals and the smallest epsilon falls, while designs the finer bases resolve keep
+    their choice (the rung is only a last resort)."""
+    assert S.COARSE_INTERVALS is None
+    assert not S.choose_design(2000, 1, 1, 1, 0.9).certified
+    e_off = S.smallest_epsilon(2000, 1)
+    keep = S.choose_design(2000, 1, 1, 1, 2.0)
+    monkeypatch.setattr(S, "COARSE_INTERVALS", 2)
+    on = S.choose_design(2000, 1, 1, 1, 0.9)
+    assert on.certified and on.intervals == 2 and on.rich_intervals == 4
+    assert S.smallest_epsilon(2000, 1) < e_off / 2
+    assert S.choose_design(2000, 1, 1, 1, 2.0).intervals == keep.intervals == 4
+    # stated models and two columns are not affected
+    assert S.choose_design(2000, 2, 1, 1, 0.9, model="full").certified is False
