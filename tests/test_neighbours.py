@@ -335,14 +335,22 @@ def _failsafe_follows_releases(entry, call, pair, context):
         f"{seen}\n  case: {context}; {pair!r}")
 
 
+def _compare_spline(entry, call, pair, context):
+    """_compare for a call on the spline path: its FailSafeWarning is a function of its
+    releases (on the hardened path it differs between runs on the same data), so it is left
+    out of the comparison of warnings and checked with the releases fixed instead."""
+    a, b = _compare(entry, _without_failsafe_warning(call), pair, context)
+    if a.kind == "ok":
+        _failsafe_follows_releases(entry, call, pair, context)
+    return a, b
+
+
 def check_privgcm(kernel, noise, pair, opts):
     entry = f"privgcm[{kernel}, {noise}]"
     call = _privgcm_call(kernel, noise, opts)
     context = f"privgcm {kernel} {noise} {opts}"
     if kernel == "spline":
-        a, b = _compare(entry, _without_failsafe_warning(call), pair, context)
-        if a.kind == "ok":
-            _failsafe_follows_releases(entry, call, pair, context)
+        a, b = _compare_spline(entry, call, pair, context)
     else:
         a, b = _compare(entry, call, pair, context)
     if noise == "seeded" and a.kind == "ok":
@@ -1062,7 +1070,7 @@ def test_issue_rff_one_huge_finite_z(label, new, noise):
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, x_bound=4, y_bound=4,
         rng=NOISE[noise], regression="krr", **kw), pair, f"issue 12 finding 1, privgcm, {label}")
     # (epsilon 16: the spline rule resolves n = 200 from about 10.5 and refuses below)
-    _compare(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
+    _compare_spline(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
         d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=16.0, x_bound=4, y_bound=4,
         rng=NOISE[noise]), pair, f"privgcm, released spline fit, {label}")
     mx = privci.GaussianModelX(lambda zz: np.sin(zz[:, 0]), 1.0)
@@ -1165,7 +1173,11 @@ def test_minimum_n_and_all_rows_equal(noise):
             _compare(f"privcrt[{kernel}, {noise}]", lambda d: privci.privcrt(
                 d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=1.0, model_x=mx, y_bound=1,
                 x_residual_bound=1, n_resamples=4, rng=NOISE[noise], **kw), pair, "minimum n")
-        _compare(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
+        # the spline path's fail-safe is a function of its releases (on the hardened path it
+        # differs between runs on the same data: the stop-52 dry run saw it fire on one
+        # neighbour only, with the tightened windows of n = 2), so its warning is compared
+        # with the releases fixed, as in check_privgcm
+        _compare_spline(f"privgcm[spline, {noise}]", lambda d: privci.privgcm(
             d["x"][:, 0], d["y"][:, 0], d["z"], epsilon=spline_epsilon(2), x_bound=1,
             y_bound=1, rng=NOISE[noise]), pair, "minimum n")
         _compare(f"private_kendall[{noise}]", lambda d: private_kendall(
