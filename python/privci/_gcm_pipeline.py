@@ -122,6 +122,10 @@ class GCMParams:
                           0.0 if a["y_center"] else self.y_center, self.krr["sensitivity"])
 
 
+BOUNDS_SHARE = 0.1   # bounds_epsilon's default: this share of epsilon (released z centre and
+#                      scale, "auto" or tightened x / y bounds); privci.plan follows it
+
+
 def _top_split(eps, eps_b, eps_c):
     """epsilon -> (bounds, centres, the rest): the one place the top-level split is made."""
     rest = eps
@@ -168,9 +172,9 @@ def gcm_params(*, conditional, epsilon, x_bound, y_bound, ridge_lambda, kernel_s
     others = any(auto.values()) or isinstance(z_scale, str) or isinstance(z_center, str)
     eps_b_untight = None
     if others and bounds_epsilon is None:
-        eps_b_untight = 0.1 * eps
+        eps_b_untight = BOUNDS_SHARE * eps
     if others or any(tight.values()):
-        eps_b = 0.1 * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
+        eps_b = BOUNDS_SHARE * eps if bounds_epsilon is None else V.positive_finite(bounds_epsilon,
                                                                             "bounds_epsilon")
         if center_epsilon is None and (auto["x_center"] or auto["y_center"]):
             center_epsilon = 0.1 * eps

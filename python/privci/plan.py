@@ -205,9 +205,10 @@ def _test_epsilon(epsilon, auto):
     centre and z centre / scale public), "z" (the default z_center / z_scale "auto": 10%
     of epsilon) or "all" (every bound and centre "auto" too: 10% + 10%)."""
     from ._epsilon import remaining
+    from ._gcm_pipeline import BOUNDS_SHARE
     if auto == "none":
         return float(epsilon)
-    rest = remaining(float(epsilon), 0.1 * float(epsilon))
+    rest = remaining(float(epsilon), BOUNDS_SHARE * float(epsilon))
     if auto == "all":
         rest = remaining(rest, 0.1 * float(epsilon))
     return rest
@@ -249,12 +250,8 @@ def _reference_regression(key, r, shape="clipped line"):
     phi[np.any(np.abs(z) > S._box(key), axis=1)] = 0.0
     if key[1] == "linear":
         f = r * np.mean(z / 2.0, axis=1)
-    elif shape == "half sine":
-        f = r * np.mean(np.sin(np.pi * np.clip(z, -4.0, 4.0) / 4.0), axis=1)
-    elif shape == "clipped line":
-        f = r * np.mean(np.clip(z / 2.0, -1.0, 1.0), axis=1)
     else:
-        raise ValueError(f"unknown reference shape {shape!r}")
+        f = r * np.mean(_shape_function(shape, z), axis=1)
     return phi.T @ f / z.shape[0]
 
 
@@ -455,10 +452,6 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
 
 # --- privgcm's tightened public bounds (tighten="auto", stop 51), modelled (stop 52) -------
 
-TIGHT_CANDIDATES = 10000  # the tightened bound's public candidates in (0, bound]
-TIGHT_SHARE = 0.1         # privgcm's default bounds_epsilon (10% of epsilon): the tightened
-#                           bounds' share, with the released z centre and scale where those
-#                           are "auto" (one part per released quantity)
 TIGHT_Z_NODES = 48        # Gauss-Hermite nodes over z ~ N(0, 1)
 TIGHT_U_NODES = 160       # quantile midpoints per residual (a grid of TIGHT_U_NODES^2 pairs)
 _TIGHT = {}
@@ -480,11 +473,16 @@ def _tight_level(n, epsilon, auto, d=1):
     (:func:`privci.bounds._effective_bound_quantile`), eps_each the share of each of the two
     bounds: half of 10% of epsilon with public z, with released z centre and scale
     (``auto="z"``) half of the 2 / (2 + 2 d) of it they leave."""
-    from .bounds import DEFAULT_BOUND_QUANTILE, _effective_bound_quantile
-    eps_b = TIGHT_SHARE * float(epsilon)
+    from ._gcm_pipeline import BOUNDS_SHARE
+    from .bounds import (_BOUND_POINTS_PER_DECADE, DEFAULT_BOUND_QUANTILE,
+                         _effective_bound_quantile, candidate_grid)
+    eps_b = BOUNDS_SHARE * float(epsilon)
     eps_xy = eps_b * 2.0 / (2.0 + 2.0 * d) if auto == "z" else eps_b
-    return _effective_bound_quantile(DEFAULT_BOUND_QUANTILE, int(n), eps_xy / 2.0,
-                                     TIGHT_CANDIDATES)
+    # the tightened bound's public candidates in (0, bound]: their number does not depend
+    # on the bound
+    c = candidate_grid((0.0, 1.0), points_per_decade=_BOUND_POINTS_PER_DECADE,
+                       positive=True).size
+    return _effective_bound_quantile(DEFAULT_BOUND_QUANTILE, int(n), eps_xy / 2.0, c)
 
 
 def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
@@ -529,7 +527,7 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
 
     wx, wy = window(fx, sx, xb), window(fy, sy, yb)
     u = special.ndtri((np.arange(TIGHT_U_NODES) + 0.5) / TIGHT_U_NODES)
-    ex = sx * u[:, None] + 0.0 * u[None, :]
+    ex = np.broadcast_to(sx * u[:, None], (u.size, u.size))
     ey = sy * (corr * u[:, None] + math.sqrt(1.0 - corr * corr) * u[None, :])
     m1 = m2 = 0.0
     for i in range(tz.size):
