@@ -485,12 +485,48 @@ def _tight_level(n, epsilon, auto, d=1):
     return _effective_bound_quantile(DEFAULT_BOUND_QUANTILE, int(n), eps_xy / 2.0, c)
 
 
-def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
+SKEW_MAX = 4.0            # |residual_skewness| at most this (a gamma of shape 1 / 4)
+
+
+def _skewed_residual(g):
+    """The standardized residual of skewness ``g`` in the planner's model: a gamma of shape
+    k = 4 / g^2, centred and scaled to mean 0 and sd 1, reflected for g < 0 (g = 2: a
+    centred exponential); the standard normal for g = 0.  Returns (quantile, cdf)."""
+    from scipy import special
+    if g == 0.0:
+        return special.ndtri, special.ndtr
+    k = 4.0 / (g * g)
+    rk = math.sqrt(k)
+    if g > 0.0:
+        return ((lambda p: (special.gammaincinv(k, p) - k) / rk),
+                (lambda u: special.gammainc(k, np.maximum(k + u * rk, 0.0))))
+    return ((lambda p: -(special.gammaincinv(k, 1.0 - p) - k) / rk),
+            (lambda u: 1.0 - special.gammainc(k, np.maximum(k - u * rk, 0.0))))
+
+
+def _skew_parts(effect, effect_sd, skew):
+    """The planner's residual model with skewness ``skew`` = (g_X, g_Y): e_X = s_X U,
+    e_Y = s_Y (c U + sqrt(1 - c^2) W), U and W independent standardized residuals
+    (:func:`_skewed_residual`), U of skewness g_X and W of the skewness g_W that gives e_Y
+    skewness g_Y: g_W = (g_Y - c^3 g_X) / (1 - c^2)^(3/2), c the residuals' correlation
+    effect / sqrt(effect_sd^2 - effect^2).  Returns (c, g_W), or None where the normal
+    model's correlation is not below 1 (as :func:`_tightened`)."""
+    prod = math.sqrt(max(effect_sd * effect_sd - effect * effect, 0.0))
+    if prod <= 0.0 or abs(effect) >= prod:
+        return None
+    c = effect / prod
+    gx, gy = skew
+    return c, (gy - c ** 3 * gx) / (1.0 - c * c) ** 1.5
+
+
+def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0)):
     """privgcm's tightened windows and the residual products of the data clipped to them,
     under the planner's model: one column z ~ N(0, 1), X - x_center = ranges[0] x_bound
     g(z) + e_X (g the reference ``shape``), the same for Y, and (e_X, e_Y) jointly normal
     with sd_X / sd_Y = x_bound / y_bound, sd_X sd_Y = sqrt(effect_sd^2 - effect^2) (the
-    default effect_sd: bound / 4 each) and covariance ``effect``.
+    default effect_sd: bound / 4 each) and covariance ``effect``.  With ``skew`` = (g_X,
+    g_Y) not (0, 0) the residuals are :func:`_skew_parts`' (the same sds and covariance,
+    skewness g_X and g_Y: a gamma-shaped e_X and e_Y = c e_X + an independent part).
 
     Returns (w_x, w_y, effect', effect_sd', ranges') in data units: the windows
     min(the ``level`` quantile of |X - x_center|, x_bound) (the quantile privgcm releases,
@@ -499,7 +535,8 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
     ranges in units of the windows over |z| <= 2; None where the effect is too large for
     that model (|effect| >= sqrt(effect_sd^2 - effect^2): a correlation of the residuals
     beyond 1)."""
-    key = (effect, effect_sd, xb, yb, ranges, shape, level)
+    skew = (float(skew[0]), float(skew[1]))
+    key = (effect, effect_sd, xb, yb, ranges, shape, level, skew)
     if key in _TIGHT:
         return _TIGHT[key]
     from scipy import special
@@ -510,25 +547,54 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
         _TIGHT[key] = None
         return None
     corr = effect / prod
+    normal = skew == (0.0, 0.0)
     tz, wz = np.polynomial.hermite_e.hermegauss(TIGHT_Z_NODES)
     wz = wz / wz.sum()
     fx = ranges[0] * xb * _shape_function(shape, tz)
     fy = ranges[1] * yb * _shape_function(shape, tz)
+    pgrid = (np.arange(TIGHT_U_NODES) + 0.5) / TIGHT_U_NODES
+    if normal:
+        u = special.ndtri(pgrid)
+        ex = np.broadcast_to(sx * u[:, None], (u.size, u.size))
+        ey = sy * (corr * u[:, None] + math.sqrt(1.0 - corr * corr) * u[None, :])
+    else:
+        gw = _skew_parts(effect, effect_sd, skew)[1]
+        (qu, _), (qw, _) = _skewed_residual(skew[0]), _skewed_residual(gw)
+        u, w_ = qu(pgrid), qw(pgrid)
+        # exact mean 0 and sd 1 on the grid, as the normal grid's by symmetry
+        u, w_ = (u - u.mean()) / u.std(), (w_ - w_.mean()) / w_.std()
+        ex = np.broadcast_to(sx * u[:, None], (u.size, u.size))
+        ey = sy * (corr * u[:, None] + math.sqrt(1.0 - corr * corr) * w_[None, :])
 
-    def window(f, s, bound):
-        """min(bound, q): P(|f(Z) + s U| <= q) = level (bisection)."""
-        def cover(q):
-            return float(wz @ (special.ndtr((q - f) / s) - special.ndtr((-q - f) / s)))
-        lo, hi = 0.0, float(np.max(np.abs(f))) + 10.0 * s
+    def window(f, s, bound, e=None):
+        """min(bound, q): P(|f(Z) + s U| <= q) = level (bisection); with skewed residuals
+        e (a grid of e_Y's values) the coverage is the grid's."""
+        if e is None:
+            def cover(q):
+                return float(wz @ (special.ndtr((q - f) / s) - special.ndtr((-q - f) / s)))
+        elif s is None:
+            es = np.sort(e)
+
+            def cover(q):
+                inside = (np.searchsorted(es, q - f, side="right")
+                          - np.searchsorted(es, -q - f, side="left"))
+                return float(wz @ inside) / es.size
+        else:
+            cdf = _skewed_residual(skew[0])[1]
+
+            def cover(q):
+                return float(wz @ (cdf((q - f) / s) - cdf((-q - f) / s)))
+        lo, hi = 0.0, float(np.max(np.abs(f))) + 10.0 * (s if s is not None else
+                                                         float(np.max(np.abs(e))))
         for _ in range(80):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if cover(mid) < level else (lo, mid)
         return min(bound, hi)
 
-    wx, wy = window(fx, sx, xb), window(fy, sy, yb)
-    u = special.ndtri((np.arange(TIGHT_U_NODES) + 0.5) / TIGHT_U_NODES)
-    ex = np.broadcast_to(sx * u[:, None], (u.size, u.size))
-    ey = sy * (corr * u[:, None] + math.sqrt(1.0 - corr * corr) * u[None, :])
+    if normal:
+        wx, wy = window(fx, sx, xb), window(fy, sy, yb)
+    else:
+        wx, wy = window(fx, sx, xb, e=u), window(fy, None, yb, e=np.asarray(ey).ravel())
     m1 = m2 = 0.0
     for i in range(tz.size):
         a = np.clip(fx[i] + ex, -wx, wx)
@@ -550,10 +616,18 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level):
             2 * math.pi)
         return -w * pa + f * (pb - pa) + s * (da - db) + w * (1.0 - pb)
 
-    rx = float(np.max(np.abs(clipped_mean(ranges[0] * xb * _shape_function(shape, tg), sx,
-                                          wx)))) / wx
-    ry = float(np.max(np.abs(clipped_mean(ranges[1] * yb * _shape_function(shape, tg), sy,
-                                          wy)))) / wy
+    def clipped_grid_mean(f, e, w):
+        """E[clip(f + e, -w, w)] over the grid e of the (skewed) residual's values."""
+        return np.mean(np.clip(f[:, None] + e[None, :], -w, w), axis=1)
+
+    gx_ = ranges[0] * xb * _shape_function(shape, tg)
+    gy_ = ranges[1] * yb * _shape_function(shape, tg)
+    if normal:
+        rx = float(np.max(np.abs(clipped_mean(gx_, sx, wx)))) / wx
+        ry = float(np.max(np.abs(clipped_mean(gy_, sy, wy)))) / wy
+    else:
+        rx = float(np.max(np.abs(clipped_grid_mean(gx_, sx * u, wx)))) / wx
+        ry = float(np.max(np.abs(clipped_grid_mean(gy_, np.asarray(ey).ravel(), wy)))) / wy
     out = (wx, wy, m1, sd, (min(1.0, rx), min(1.0, ry)))
     if len(_TIGHT) > 256:
         _TIGHT.clear()
@@ -580,6 +654,21 @@ def _clip_leaves_model(model, d, ranges):
     return stated and max(ranges) >= CLIP_RANGE
 
 
+def _check_skewness(value):
+    """``residual_skewness`` as (g_X, g_Y): one number for both or two of them, each finite
+    with absolute value at most ``SKEW_MAX``."""
+    pair = (value, value) if isinstance(value, numbers.Real) and not isinstance(
+        value, bool) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if pair is None or len(pair) != 2 or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in pair):
+        raise TypeError("`residual_skewness` must be a number or two of them (x, y); got "
+                        f"{V._short(value)} instead.")
+    if not all(math.isfinite(v) and abs(v) <= SKEW_MAX for v in pair):
+        raise ValueError(f"`residual_skewness` must be finite and at most {SKEW_MAX:g} in "
+                         f"absolute value (each of x, y); got {V._short(value)} instead.")
+    return (float(pair[0]) + 0.0, float(pair[1]) + 0.0)
+
+
 def _additive_hint(d, model):
     if d >= 2 and model == "full":
         return ("; the full fit (no assumption) takes one column of z: state a model "
@@ -592,7 +681,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
          sensitivity=None, n_blocks=None, n_resamples=19, alpha=0.05,
          alternative="two-sided", n_mc=20000, rng=0, regression="spline", z_columns=1,
          assume_additive=False, assume=None, auto="z", ranges=0.25, regular=True,
-         tighten="auto"):
+         tighten="auto", residual_skewness=0.0):
     """Approximate power of PrivGCM or PrivCRT, or the smallest n or epsilon for a target power.
 
     Parameters
@@ -723,6 +812,21 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         hold: not modelled (nan and a ``UserWarning``; solving raises).
         Binary or count x and y (whose tightened window is not a normal
         quantile) are not modelled: say ``regular=False``.
+    residual_skewness : float or (float, float), default 0.0
+        The skewness (third standardized moment) of the residuals
+        X - E[X | Z] and Y - E[Y | Z]: one number for both, or (x, y); each
+        at most ``SKEW_MAX`` (4) in absolute value.  It enters the tightened
+        windows' model only (``tighten``, above): the window privgcm releases
+        is a quantile of |x - x_center|, and the clip to it takes more of a
+        long tail's products than of a normal one's.  With a skewness not 0
+        the planner's residuals are gamma-shaped (a centred exponential for
+        2, reflected for a negative skewness): e_X = s_X U, U of skewness
+        g_X, and e_Y = s_Y (c U + sqrt(1 - c^2) W), W independent of the
+        skewness that gives e_Y skewness g_Y; the same sds and covariance as
+        the normal model.  Outcomes such as costs, lengths of stay or counts
+        far from 0 have a long right tail (an exponential residual: 2; a
+        log-normal of log-sd 0.5: about 1.75).  ``details["residual_skewness"]``
+        records it.  Measured: see Notes.
     regular : bool, default True
         Whether the case is one the approximation models (``regression="spline"``
         is measured against privgcm; see below): E[X | Z] and E[Y | Z] smooth at
@@ -867,9 +971,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                 or not 0.0 < float(power) < 1.0:
             raise ValueError(f"`power` must be a number in (0, 1); got {V._short(power)} instead.")
         power = float(power)
-    if isinstance(effect, bool) or not isinstance(effect, numbers.Real) \
-            or not math.isfinite(effect):
+    if isinstance(effect, bool) or not isinstance(effect, numbers.Real):
         raise TypeError(f"`effect` must be a finite number; got {V._short(effect)} instead.")
+    if not math.isfinite(effect):
+        raise ValueError(f"`effect` must be a finite number; got {V._short(effect)} instead.")
     effect = float(effect)
     xb = V.positive_finite(x_bound, "x_bound")
     yb = V.positive_finite(y_bound, "y_bound")
@@ -925,6 +1030,15 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         raise ValueError("`ranges` must be a number in [0, 1] or two of them (x, y); got "
                          f"{V._short(ranges)} instead.")
     rng_ = (float(rng_[0]), float(rng_[1]))
+    skew = _check_skewness(residual_skewness)
+    if skew != (0.0, 0.0) and _skew_parts(effect, effect_sd, skew) is not None and abs(
+            _skew_parts(effect, effect_sd, skew)[1]) > SKEW_MAX:
+        c = _skew_parts(effect, effect_sd, skew)[0]
+        raise ValueError(
+            f"`residual_skewness` {skew} cannot hold with residuals of correlation {c:.3g} "
+            "(effect / sqrt(effect_sd^2 - effect^2)): Y's residual is c times X's plus an "
+            f"independent part, whose skewness would be beyond {SKEW_MAX:g} in absolute "
+            "value; give a skewness of Y nearer c^3 times that of X.")
     if spline:
         if sensitivity is not None:
             raise ValueError("`sensitivity` applies to regression='krr' only; got "
@@ -943,7 +1057,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     # the tightened windows are modelled with jointly normal residuals, whose covariance
     # `effect` must be below the product of their sds, sqrt(effect_sd^2 - effect^2)
     tight_unmodelled = bool(tight_case and any(
-        _tightened(effect, effect_sd, xb, yb, rng_, sh, 0.8) is None
+        _tightened(effect, effect_sd, xb, yb, rng_, sh, 0.8, skew) is None
         for sh in REFERENCE_SHAPES))
 
     def tight_at(nn, ee):
@@ -1012,7 +1126,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                 if tight_at(nn, ee) and not tight_unmodelled:
                     # the tightened windows and the effect of the data clipped to them
                     wx, wy, e_t, sd_t, r_t = _tightened(effect, effect_sd, xb, yb, rng_, sh,
-                                                        _tight_level(nn, ee, auto))
+                                                        _tight_level(nn, ee, auto), skew)
                     runs[nn, ee, sh] = _spline_power(nn, ee, e_t / (wx * wy),
                                                      sd_t / (wx * wy), z_columns, model, "z",
                                                      r_t, alpha, mode, n_blocks, shape=sh)
@@ -1120,12 +1234,14 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         details["resolvable"] = resolvable(n, epsilon)
         details["auto"] = auto
         details["ranges"] = rng_
+        details["residual_skewness"] = skew
         at = {sh: shape_run(n, epsilon, sh) for sh in _shapes(model)}
         least = min(at, key=lambda sh: at[sh][0])      # the shape the plan reports
         details["tightened"] = tight_at(n, epsilon)
         if details["tightened"] and not tight_unmodelled:
             lev = _tight_level(n, epsilon, auto)
-            wx, wy, e_t, sd_t, r_t = _tightened(effect, effect_sd, xb, yb, rng_, least, lev)
+            wx, wy, e_t, sd_t, r_t = _tightened(effect, effect_sd, xb, yb, rng_, least, lev,
+                                                skew)
             details["tight_quantile"] = lev
             details["windows"] = (wx, wy)
             details["tightened_effect"] = e_t
