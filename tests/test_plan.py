@@ -430,6 +430,94 @@ def test_tightened_model_matches_its_monte_carlo():
     assert r_t[0] == pytest.approx(abs(edge) / wx, abs=0.01)
 
 
+@pytest.mark.parametrize("skew", [(2.0, 0.0), (-2.0, 1.0), (1.0, 1.75)])
+def test_tightened_skewed_model_matches_its_monte_carlo(skew):
+    """With ``residual_skewness`` (stop 53): _tightened's windows, clipped effect and sd
+    against a Monte Carlo of the same model (gamma-shaped e_X of skewness g_X, e_Y = c e_X +
+    an independent gamma part giving skewness g_Y), and the residuals it describes have the
+    stated sds, covariance and skewness."""
+    from privci.plan import _skew_parts, _tightened
+    eff, esd, xb, yb, r = 0.3, 1.2, 4.0, 5.0, (0.3, 0.2)
+    wx, wy, e_t, sd_t, r_t = _tightened(eff, esd, xb, yb, r, "clipped line", 0.8, skew)
+    c, gw = _skew_parts(eff, esd, skew)
+    g = np.random.default_rng(5)
+    m = 400_000
+
+    def std_gamma(gg):
+        if gg == 0.0:
+            return g.standard_normal(m)
+        k = 4.0 / gg ** 2
+        v = (g.gamma(k, size=m) - k) / math.sqrt(k)
+        return v if gg > 0 else -v
+    prod = math.sqrt(esd ** 2 - eff ** 2)
+    sx = math.sqrt(prod * xb / yb)
+    sy = prod / sx
+    u, w = std_gamma(skew[0]), std_gamma(gw)
+    ex, ey = sx * u, sy * (c * u + math.sqrt(1 - c * c) * w)
+    # the residuals the model describes: covariance `effect`, the stated skewness
+    assert np.mean(ex * ey) == pytest.approx(eff, rel=0.05)
+    for e, gg in ((ex, skew[0]), (ey, skew[1])):
+        assert np.mean(e ** 3) / np.mean(e ** 2) ** 1.5 == pytest.approx(gg, abs=0.1)
+    t = g.standard_normal(m)
+    x = r[0] * xb * np.clip(t / 2, -1, 1) + ex
+    y = r[1] * yb * np.clip(t / 2, -1, 1) + ey
+    assert wx == pytest.approx(np.quantile(np.abs(x), 0.8), rel=0.01)
+    assert wy == pytest.approx(np.quantile(np.abs(y), 0.8), rel=0.01)
+    cx, cy = np.clip(x, -wx, wx), np.clip(y, -wy, wy)
+    bins = np.quantile(t, np.linspace(0, 1, 801))
+    idx = np.clip(np.searchsorted(bins, t, side="right") - 1, 0, 799)
+    gx = (np.bincount(idx, cx, 800) / np.bincount(idx, minlength=800))[idx]
+    gy = (np.bincount(idx, cy, 800) / np.bincount(idx, minlength=800))[idx]
+    p = (cx - gx) * (cy - gy)
+    assert e_t == pytest.approx(p.mean(), rel=0.04)
+    assert sd_t == pytest.approx(p.std(), rel=0.03)
+    # the range: the larger |E[clip(x) | z]| of z = -2 and 2, where the clipped line takes
+    # its extremes (a skewed residual clips one end more than the other)
+    e0 = sx * std_gamma(skew[0])
+    edge = max(abs(np.clip(s * r[0] * xb + e0, -wx, wx).mean()) for s in (-1.0, 1.0))
+    assert r_t[0] == pytest.approx(edge / wx, abs=0.01)
+
+
+def test_plan_residual_skewness_default_is_the_normal_model_and_lowers_a_skewed_plan():
+    kw = dict(n=1800, epsilon=2.0, effect=0.146, effect_sd=1.04, x_bound=4.78,
+              y_bound=4.51, ranges=0.22, auto="none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p0 = _plan(**kw)
+        assert _plan(residual_skewness=0.0, **kw).power == p0.power
+        assert _plan(residual_skewness=(0, 0), **kw).power == p0.power
+        p2 = _plan(residual_skewness=(2.0, 0.0), **kw)
+        # a long tail: the tightened window clips more of the products (the skewed design
+        # at this cell measured 0.49 [0.39, 0.59] of 100; vignettes/README.md, stop 53)
+        assert p2.power < p0.power - 0.05
+        assert p2.details["residual_skewness"] == (2.0, 0.0)
+        # untightened, the skewness does not enter (effect and effect_sd are given)
+        assert (_plan(tighten=False, residual_skewness=2.0, **kw).power
+                == _plan(tighten=False, **kw).power)
+
+
+def test_plan_residual_skewness_errors_name_the_argument():
+    kw = dict(n=2000, epsilon=2.0, effect=0.8, x_bound=3.5, y_bound=4.5)
+    for bad in ("2", None, (1.0,), (1, 2, 3), True, (1.0, "a")):
+        with pytest.raises(TypeError, match="`residual_skewness` must be a number or two"):
+            _plan(residual_skewness=bad, **kw)
+    for bad in (float("nan"), 4.5, (0.0, -np.inf)):
+        with pytest.raises(ValueError, match="`residual_skewness` must be finite and at most 4"):
+            _plan(residual_skewness=bad, **kw)
+    # Y's residual is c e_X + an independent part: with a correlation near 1 the skewness
+    # of Y cannot be far from c^3 times that of X
+    with pytest.raises(ValueError, match="`residual_skewness` \\(2.0, -2.0\\) cannot hold"):
+        _plan(residual_skewness=(2.0, -2.0), n=2000, epsilon=2.0, effect=0.9,
+              effect_sd=1.35, x_bound=4.0, y_bound=4.0)
+
+
+def test_plan_effect_nan_is_a_value_error():
+    with pytest.raises(ValueError, match="`effect` must be a finite number; got nan"):
+        _plan(n=2000, epsilon=2.0, effect=float("nan"))
+    with pytest.raises(TypeError, match="`effect` must be a finite number"):
+        _plan(n=2000, epsilon=2.0, effect="0.1")
+
+
 def test_plan_tighten_errors_name_the_argument():
     kw = dict(n=2000, epsilon=2.0, effect=0.8, x_bound=3.5, y_bound=4.5)
     with pytest.raises(ValueError, match="`tighten` must be 'auto', True or False; got 'yes'"):

@@ -63,8 +63,44 @@ def d_additive2(n, rng, beta):
     return z, mx + ex, my + beta * ex + rng.normal(size=n), mx, my
 
 
-GRID_DESIGNS = dict(DESIGNS, additive2=d_additive2)
-GRID_BETA = dict(BETA, additive2=0.1)
+def _std_gamma(rng, n, shape):
+    """Centred gamma residuals of sd 1 (skewness 2 / sqrt(shape))."""
+    return (rng.gamma(shape, size=n) - shape) / np.sqrt(shape)
+
+
+def d_skew_gamma1(n, rng, beta):
+    """Held out (stop 53): gamma residuals of skewness 1 in x (shape 4), a tanh in x."""
+    z = rng.normal(size=(n, 1))
+    mx, my = np.tanh(1.5 * z[:, 0]), 0.5 * np.sin(z[:, 0]) + 0.3 * z[:, 0]
+    ex = _std_gamma(rng, n, 4.0)
+    return z, mx + ex, my + beta * ex + rng.normal(size=n), mx, my
+
+
+def d_skew_lognormal(n, rng, beta):
+    """Held out (stop 53): log-normal residuals (log-sd 0.5, skewness 1.75) in x and y."""
+    z = rng.normal(size=(n, 1))
+    mx, my = 0.8 * np.sin(z[:, 0]), 0.5 * z[:, 0]
+
+    def ln(size):
+        v = rng.lognormal(0.0, 0.5, size=size)
+        return (v - np.exp(0.125)) / np.sqrt((np.exp(0.25) - 1.0) * np.exp(0.25))
+    ex = ln(n)
+    return z, mx + ex, my + beta * ex + ln(n), mx, my
+
+
+def d_skew_negative(n, rng, beta):
+    """Held out (stop 53): a left tail, x's residual a reflected exponential (skewness -2)."""
+    z = rng.normal(size=(n, 1))
+    mx, my = np.sin(z[:, 0]), -0.4 * z[:, 0]
+    ex = 1.0 - rng.exponential(size=n)
+    return z, mx + ex, my + beta * ex + rng.normal(size=n), mx, my
+
+
+GRID_DESIGNS = dict(DESIGNS, additive2=d_additive2, skew_gamma1=d_skew_gamma1,
+                    skew_lognormal=d_skew_lognormal, skew_negative=d_skew_negative)
+GRID_BETA = dict(BETA, additive2=0.1, skew_gamma1=0.15, skew_lognormal=0.15,
+                 skew_negative=0.15)
+SKEW_HELD_OUT = ("skew_gamma1", "skew_lognormal", "skew_negative")
 ONE_COLUMN = ("readme", "kink", "hetero", "skewed", "binary_x", "count_x")
 ASSUME = {"linear2": "linear", "additive2": "additive"}
 BOUND_QUANTILE = 0.8          # privci.bounds' default bound_quantile
@@ -122,9 +158,14 @@ def design_facts(cls, params, n_draw=400_000, seed=1):
     box = np.all(np.abs(z) <= 2.0, axis=1)
     ranges = (min(1.0, float(np.max(np.abs(gu[box])))), min(1.0, float(np.max(np.abs(gv[box])))))
     raw = (x - mx) * (y - my)
+
+    def skewness(e):
+        e = e - e.mean()
+        return float(np.mean(e ** 3) / np.mean(e ** 2) ** 1.5)
     return dict(window=w, public=pub, effect=float(prod.mean()), effect_sd=float(prod.std()),
                 ranges=ranges, raw_effect=float(raw.mean()), raw_effect_sd=float(raw.std()),
-                d=int(z.shape[1]))
+                d=int(z.shape[1]),
+                skewness=(round(skewness(x - mx), 2), round(skewness(y - my), 2)))
 
 
 NOT_SMOOTH = ("kink",)                      # E[X | Z] = 2 |z|: not smooth at 0
@@ -136,6 +177,9 @@ PLANNER_TIGHTENS = True   # the planner is told the public windows and the effec
 #                           tighten="auto", stop 52); False: it is told the windows the
 #                           release targets and the effect of the data clipped to those
 #                           (stop 51's runs), with tighten=False
+SKEW_FACTS = True         # stop 53: the planner is told the residuals' skewness (of x - E[X | Z]
+#                           and y - E[Y | Z], from the design's draw: its residual_skewness);
+#                           False: the normal model (stop 52's predictions)
 
 
 def auto_of(params, cls):
@@ -161,6 +205,8 @@ def predict(cls, n, eps, params, facts):
     kw = dict(effect=facts["effect"], effect_sd=facts["effect_sd"], x_bound=w["x_bound"],
               y_bound=w["y_bound"], regression="spline", z_columns=facts["d"],
               assume=ASSUME.get(cls), auto=auto_of(params, cls), ranges=facts["ranges"])
+    if SKEW_FACTS and "skewness" in facts:
+        kw["residual_skewness"] = tuple(max(-4.0, min(4.0, g)) for g in facts["skewness"])
     if TIGHTEN and PLANNER_TIGHTENS:
         kw["tighten"] = "auto"            # privgcm's default, modelled by the planner
     else:
@@ -253,12 +299,13 @@ def grid(quick):
     return cells
 
 
-def mid_grid(ns=(1200, 1500, 1800, 2500, 3000, 4000), epss=(1.0, 1.25, 1.5, 2.0, 3.0)):
+def mid_grid(ns=(1200, 1500, 1800, 2500, 3000, 4000), epss=(1.0, 1.25, 1.5, 2.0, 3.0),
+             classes=("readme", "hetero", "skewed")):
     """Stop 52: cells where the tightened default's power is neither 0 nor 1 (the planner's
     prediction between 0.1 and 0.9; chosen by the prediction, so the informative cells),
     one-column classes the planner models, public and released z parameters."""
     cells = []
-    for cls in ("readme", "hetero", "skewed"):
+    for cls in classes:
         for n in ns:
             for eps in epss:
                 for params in ("public", "zauto"):
@@ -315,8 +362,14 @@ def main(argv=None):
     ap.add_argument("--mid-n", nargs="+", type=int, default=None,
                     help="with --mid: these n (and --mid-eps) instead of the stop-52 grid")
     ap.add_argument("--mid-eps", nargs="+", type=float, default=[1.1, 1.75, 2.5])
+    ap.add_argument("--mid-classes", nargs="+", default=None,
+                    help="with --mid: these classes (e.g. the held-out skewed ones: "
+                         + " ".join(SKEW_HELD_OUT) + ")")
+    ap.add_argument("--no-skewness", action="store_true",
+                    help="do not tell the planner the residuals' skewness (stop 52)")
     args = ap.parse_args(argv)
-    global TIGHTEN, PLANNER_TIGHTENS
+    global TIGHTEN, PLANNER_TIGHTENS, SKEW_FACTS
+    SKEW_FACTS = not args.no_skewness
     TIGHTEN = not args.no_tighten
     PLANNER_TIGHTENS = not args.given_windows
     facts_cache = {}
@@ -343,6 +396,7 @@ def main(argv=None):
                      x_bound=round(f["window"]["x_bound"], 4),
                      y_bound=round(f["window"]["y_bound"], 4),
                      ranges="%.3f/%.3f" % f["ranges"], predicted_with=code_state(),
+                     skewness="%.2f/%.2f" % f["skewness"] if SKEW_FACTS else "",
                      abs_err=round(abs(p - float(r["measured"])), 3),
                      within_0_10=abs(p - float(r["measured"])) <= 0.10, modelled=ok)
             r["within_0.10"] = r.pop("within_0_10")
@@ -351,8 +405,9 @@ def main(argv=None):
         if args.out:
             write_csv(args.out, rows)
         return rows
+    mid_kw = {"classes": tuple(args.mid_classes)} if args.mid_classes else {}
     cells = list(enumerate(mid_grid(*(
-        [tuple(args.mid_n), tuple(args.mid_eps)] if args.mid_n else []))
+        [tuple(args.mid_n), tuple(args.mid_eps)] if args.mid_n else []), **mid_kw)
         if args.mid else grid(args.quick)))
     # a cell's seed: its index in the grid
     if args.classes:
@@ -376,7 +431,8 @@ def main(argv=None):
                      "effect_sd": round(f["effect_sd"], 5),
                      "x_bound": round(f["window"]["x_bound"], 4),
                      "y_bound": round(f["window"]["y_bound"], 4),
-                     "ranges": "%.3f/%.3f" % f["ranges"], "code": state})
+                     "ranges": "%.3f/%.3f" % f["ranges"], "code": state,
+                     "skewness": "%.2f/%.2f" % f["skewness"] if SKEW_FACTS else ""})
         if not args.no_progress:
             print(f"[{time.time() - t0:6.0f}s] {cls} n={n} eps={eps} {params}: "
                   f"predicted {p:.3f} measured {m:.3f}", file=sys.stderr, flush=True)

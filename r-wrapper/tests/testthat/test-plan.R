@@ -89,6 +89,29 @@ test_that("plan(tighten = ) plans privgcm's tightened windows as the Python call
                     regression = "krr"), "tighten=True", fixed = TRUE)
 })
 
+test_that("plan() passes residual_skewness to Python's tightened model", {
+  skip_if_no_privci()
+  params <- reticulate::py_eval("lambda f: list(__import__('inspect').signature(f).parameters)")
+  has <- "residual_skewness" %in% unlist(params(reticulate::import("privci.plan")$plan))
+  skip_if_not(has, "the Python package has no residual_skewness")
+  kw <- list("privgcm", n = 1800, epsilon = 2, effect = 0.146, effect_sd = 1.04,
+             x_bound = 4.78, y_bound = 4.51, ranges = 0.22, auto = "none")
+  p0 <- suppressWarnings(do.call(plan, kw))
+  p2 <- suppressWarnings(do.call(plan, c(kw, list(residual_skewness = c(2, 0)))))
+  py <- suppressWarnings(reticulate::import("privci.plan")$plan(
+    "privgcm", n = 1800L, epsilon = 2, effect = 0.146, effect_sd = 1.04, x_bound = 4.78,
+    y_bound = 4.51, ranges = 0.22, auto = "none", residual_skewness = c(2, 0)))
+  expect_identical(p2$power, py$power)
+  expect_lt(p2$power, p0$power - 0.05)
+  expect_equal(unlist(p2$details$residual_skewness), c(2, 0))
+  expect_identical(suppressWarnings(do.call(plan, c(kw, list(residual_skewness = 0))))$power,
+                   p0$power)
+  expect_error(plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, residual_skewness = "2"),
+               "`residual_skewness` must be one number or two", fixed = TRUE)
+  expect_error(plan("privgcm", n = 2000, epsilon = 2, effect = 0.8, residual_skewness = 5),
+               "`residual_skewness` must be finite and at most 4", fixed = TRUE)
+})
+
 test_that("plan_models() gives Python's ladder of models", {
   skip_if_no_privci()
   has <- reticulate::py_has_attr(reticulate::import("privci.plan"), "plan_models")
