@@ -34,10 +34,15 @@ def _load(name):
 # column with public parameters and with privgcm's default released z parameters, both
 # tightened by privgcm's default and modelled by the planner's tighten="auto" (cells of
 # stop 52's mid-power grid, `plan_accuracy.py --mid`, where the planner held; on 12 of its
-# 38 cells it over-predicts by 0.10 to 0.17: vignettes/README.md, "Stop 52"), and two
-# columns with assume="additive"
+# 38 cells it over-predicts by 0.10 to 0.17: vignettes/README.md, "Stop 52"), two
+# columns with assume="additive", and since stop 53 two cells of skewed residuals, the
+# planner told their skewness (`residual_skewness`, as `plan_accuracy.py` does): the
+# exponential noise of stop 52's grid, where the normal model said 0.613 against 0.49
+# measured, and a held-out left-skewed design (skewness -2; normal model 0.543 against
+# 0.373 of 150)
 CELLS = [("readme", 3000, 1.0, "public"), ("hetero", 1800, 1.5, "zauto"),
-         ("additive2", 10_000, 1.0, "public")]
+         ("additive2", 10_000, 1.0, "public"), ("skewed", 1800, 2.0, "public"),
+         ("skew_negative", 2500, 1.25, "zauto")]
 REPS = 300
 Z = 2.6          # one-sided normal quantile: P(Z > 2.6) = 0.0047
 
@@ -46,7 +51,7 @@ def test_planner_within_tenth_of_privgcm():
     """|predicted - measured| <= 0.10 + Z sd on every cell, sd the binomial sd of the
     measured rate at the power within 0.10 of the prediction nearest to 1/2.  If the
     planner is within 0.10 of the true power on every cell, the test fails by chance with
-    probability below 3 x 0.0047 = 0.014 (the seeds are fixed, so it is repeatable)."""
+    probability below 5 x 0.0047 = 0.024 (the seeds are fixed, so it is repeatable)."""
     pa = _load("plan_accuracy")
     bad = []
     for i, (cls, n, eps, params) in enumerate(CELLS):
