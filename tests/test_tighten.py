@@ -222,3 +222,85 @@ def test_tightened_default_finds_what_the_public_window_misses():
     assert tight >= 0.8, (tight, public)
     assert tight - public >= 0.4, (tight, public)
     assert math.isfinite(tight)
+
+
+def _two_columns(n, rng, beta=0.0):
+    z = rng.normal(size=(n, 2))
+    ex = rng.normal(size=n)
+    x = np.sin(z[:, 0]) + 0.5 * z[:, 1] + ex
+    y = 0.5 * np.cos(z[:, 0]) - 0.5 * z[:, 1] + beta * ex + rng.normal(size=n)
+    return x, y, z
+
+
+def _params(eps, z_public=True, **kw):
+    base = dict(conditional=True, epsilon=eps, x_bound=6.0, y_bound=6.0, ridge_lambda=None,
+                kernel_sigma=None, alternative="two-sided", rng=1, n_sim=499,
+                cv_lambdas=None, kernel_approximation=None, n_features=None,
+                feature_rng=None, x_center=0.0, y_center=0.0, center_epsilon=None,
+                n_blocks="auto", sensitivity=None, budget=None, bounds_epsilon=None,
+                z_scale=1.0 if z_public else None, regression="spline",
+                z_center=0.0 if z_public else None, assume_additive=False)
+    base.update(kw)
+    return P.gcm_params(**base)
+
+
+def test_auto_tightens_the_additive_model_twice_the_quantile_not_the_linear_one():
+    """Stop 53: tighten="auto" tightens public bounds under assume="additive" with two or
+    more columns, to STATED_BOUND_WIDTH times the released quantile (at most the public
+    bound), and keeps them under assume="linear"."""
+    rng = np.random.default_rng(11)
+    x, y, z = _two_columns(10_000, rng)
+    kw = dict(epsilon=5.0, x_bound=6.0, y_bound=6.0, z_center=0.0, z_scale=1.0, rng=1)
+    add = privci.privgcm(x, y, z, assume="additive", **kw)
+    assert _bound_releases(add) == ["x_bound[0]", "y_bound[0]"]
+    xb = add.privacy.bounds["x_bound"][0]
+    # twice the released 0.8 quantile of |x| (x ~ sin z1 + z2 / 2 + N(0, 1): q about 1.6)
+    q = float(np.quantile(np.abs(x), 0.8))
+    assert 1.6 * q < xb < 2.4 * q and xb < 6.0
+    assert any("2 times the released quantile" in c for c in add.privacy.caveats)
+    assert any("tightened" in c for c in add.privacy.caveats)
+    lin = privci.privgcm(x, y, z, assume="linear", **kw)
+    assert lin.privacy.bounds["x_bound"] == (6.0,) and _bound_releases(lin) == []
+    off = privci.privgcm(x, y, z, assume="additive", tighten=False, **kw)
+    assert off.privacy.bounds["x_bound"] == (6.0,) and _bound_releases(off) == []
+    # the rule, on the parameters alone (public numbers)
+    assert P.tighten_model("additive", 2) and P.tighten_model("full", 1)
+    assert not P.tighten_model("linear", 2)
+    par = _params(5.0, assume="additive")
+    assert P.resolve_tighten(par, 10_000, 2, 1, 1).tight == {"x_bound": True,
+                                                              "y_bound": True}
+    assert not any(P.resolve_tighten(_params(5.0, assume="linear"), 10_000, 2, 1,
+                                     1).tight.values())
+
+
+def _check_edge(n=10_000):
+    """An epsilon where the additive model's check runs with all of it but not with 90%."""
+    for eps in np.arange(3.0, 12.0, 0.05):
+        if (choose_design(n, 2, 1, 1, float(eps), None, model="additive").checked
+                and not choose_design(n, 2, 1, 1, 0.9 * float(eps), None,
+                                      model="additive").checked):
+            return float(eps)
+    pytest.skip("no epsilon at the check's edge found")
+
+
+def test_tightening_never_turns_a_checked_model_unchecked():
+    """With public z the tightening costs 10% of epsilon; where that would move the
+    additive model below its check's edge, "auto" keeps the public windows (and the
+    check); with released z the 10% is spent anyway, so the tightening stays."""
+    n = 10_000
+    eps = _check_edge(n)
+    out = P.resolve_tighten(_params(eps, assume="additive"), n, 2, 1, 1)
+    assert not any(out.tight.values()) and out.bounds_epsilon is None
+    rng = np.random.default_rng(12)
+    x, y, z = _two_columns(n, rng)
+    res = privci.privgcm(x, y, z, epsilon=eps, x_bound=6.0, y_bound=6.0, z_center=0.0,
+                         z_scale=1.0, rng=1, assume="additive")
+    assert _bound_releases(res) == [] and res.privacy.bounds["x_bound"] == (6.0,)
+    assert res.fit_check["checked"] is True
+    # tighten=True forces it: the check is then not run
+    forced = privci.privgcm(x, y, z, epsilon=eps, x_bound=6.0, y_bound=6.0, z_center=0.0,
+                            z_scale=1.0, rng=1, assume="additive", tighten=True)
+    assert _bound_releases(forced) == ["x_bound[0]", "y_bound[0]"]
+    assert forced.fit_check["checked"] is False
+    par_z = _params(eps, z_public=False, assume="additive")
+    assert P.resolve_tighten(par_z, n, 2, 1, 1).tight == {"x_bound": True, "y_bound": True}
