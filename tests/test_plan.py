@@ -225,15 +225,19 @@ def test_spline_plan_knows_when_privgcm_refuses(n, d, eps, model):
 def test_spline_plan_solves_past_the_refusal():
     """A solved epsilon or n is at least the smallest that resolves the fit, and just below
     the solved value the plan is short of the target."""
-    e = _plan(n=442, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
+    # (the public windows as given: with the default bounds 1 an effect of 0.2 is beyond
+    # the tightened windows' normal model, which privgcm's tightening of the additive
+    # model would need since stop 53)
+    kw = dict(effect=0.2, z_columns=3, assume_additive=True, tighten=False)
+    e = _plan(n=442, power=0.8, **kw)
     assert e.details["resolvable"] and e.power >= 0.8
-    below = _plan(n=442, epsilon=e.epsilon * 0.999, effect=0.2, z_columns=3,
-                  assume_additive=True)
+    below = _plan(n=442, epsilon=e.epsilon * 0.999, **kw)
     assert below.power < 0.8
-    m = _plan(epsilon=8.0, power=0.8, effect=0.2, z_columns=3, assume_additive=True)
-    assert m.details["resolvable"] and m.power >= 0.8
-    assert _plan(n=m.n - 1, epsilon=8.0, effect=0.2, z_columns=3,
-                 assume_additive=True).power < 0.8
+    for kw in (kw, dict(effect=0.8, z_columns=3, assume_additive=True, x_bound=4.0,
+                        y_bound=4.0)):      # the second tightened (privgcm's default)
+        m = _plan(epsilon=8.0, power=0.8, **kw)
+        assert m.details["resolvable"] and m.power >= 0.8
+        assert _plan(n=m.n - 1, epsilon=8.0, **kw).power < 0.8
     # one column: as before (z_columns=1 is the default)
     assert _plan(n=5000, epsilon=2.0, effect=0.2) == _plan(n=5000, epsilon=2.0, effect=0.2,
                                                            z_columns=1)
@@ -374,6 +378,53 @@ def test_plan_tightens_where_privgcm_does_at_the_level_it_releases(n, eps, z_pub
         assert p.details["tight_quantile"] == pytest.approx(lev, abs=5e-6)
         wx, wy = p.details["windows"]
         assert 0.0 < wx < 3.5 and 0.0 < wy < 4.5
+
+
+def _additive_data(n, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 2))
+    ex = rng.normal(size=n)
+    x = np.sin(z[:, 0]) + 0.5 * np.tanh(z[:, 1]) + ex
+    y = 0.5 * np.cos(z[:, 0]) - 0.5 * z[:, 1] + 0.1 * ex + rng.normal(size=n)
+    return x, y, z
+
+
+@pytest.mark.parametrize("n, eps, z_public", [
+    (10_000, 1.0, True), (10_000, 5.0, False), (10_000, 5.85, True), (10_000, 5.85, False),
+    (2000, 2.0, True), (1000, 4.0, False), (100_000, 1.0, True)])
+def test_plan_tightens_the_additive_model_where_privgcm_does(n, eps, z_public):
+    """Stop 53: under assume="additive" with two columns the planner's tighten="auto"
+    follows privgcm's decision (the fit resolvable with the bounds' share, and the check
+    as it is without it: epsilon 5.85 at n = 10^4 is at the check's edge with public z),
+    its quantile level, and the window twice the quantile."""
+    x, y, z = _additive_data(n, 6)
+    kw = dict(z_center=0.0, z_scale=1.0) if z_public else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = privci.privgcm(x, y, z, epsilon=eps, x_bound=5.0, y_bound=5.0, rng=1,
+                                 assume="additive", **kw)
+        except ValueError as e:
+            assert "resolv" in str(e)
+            res = None
+        p = _plan(n=n, epsilon=eps, effect=0.1, x_bound=5.0, y_bound=5.0, z_columns=2,
+                  assume="additive", ranges=0.3, auto="none" if z_public else "z")
+    if res is None:
+        assert p.details["resolvable"] is False
+        return
+    lev = _released_level(res)
+    assert p.details["tightened"] is (lev is not None)
+    assert p.details["checked"] is res.fit_check["checked"]
+    if lev is not None:
+        assert p.details["tight_quantile"] == pytest.approx(lev, abs=5e-6)
+        wx, wy = p.details["windows"]
+        # twice the planner's quantile of |x| at that level, at most the bound
+        from privci.plan import _tightened
+        esd = math.sqrt((5.0 * 5.0 / 16.0) ** 2 + 0.1 ** 2)
+        one = _tightened(0.1, esd, 5.0, 5.0, (0.3, 0.3), p.details["shape"], lev, (0.0, 0.0),
+                         2, 1.0)
+        assert wx == pytest.approx(min(5.0, 2.0 * one[0])) and wx < 5.0
+        assert wy == pytest.approx(min(5.0, 2.0 * one[1]))
 
 
 def test_plan_tighten_changes_the_plan_and_false_keeps_the_public_windows():
@@ -524,12 +575,12 @@ def test_plan_tighten_errors_name_the_argument():
         _plan(tighten="yes", **kw)
     with pytest.raises(TypeError, match="`tighten` must be"):
         _plan(tighten=1.5, **kw)
-    for extra in (dict(regression="krr"), dict(z_columns=2, assume="additive"),
+    for extra in (dict(regression="krr"), dict(z_columns=2, assume="linear"),
                   dict(auto="all"), dict(assume="linear")):
         with pytest.raises(ValueError, match="`tighten=True` plans privgcm's tightened"):
             _plan(tighten=True, **kw, **extra)
     # where privgcm does not tighten, "auto" plans the public windows
-    p = _plan(**kw, z_columns=2, assume="additive")
+    p = _plan(**kw, z_columns=2, assume="linear")
     assert p.details["tightened"] is False
 
 

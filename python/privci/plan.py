@@ -519,7 +519,22 @@ def _skew_parts(effect, effect_sd, skew):
     return c, (gy - c ** 3 * gx) / (1.0 - c * c) ** 1.5
 
 
-def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0)):
+def _g_nodes(shape, d):
+    """Nodes and weights of the reference regression of range 1 over z ~ N(0, I_d): for
+    one column Gauss-Hermite nodes of z; for d columns (the additive reference,
+    mean_j g(z_j)) the midpoint quantiles of its values on the rule's public reference
+    sample, equal weights."""
+    if d == 1:
+        tz, wz = np.polynomial.hermite_e.hermegauss(TIGHT_Z_NODES)
+        return _shape_function(shape, tz), wz / wz.sum()
+    z = np.random.default_rng(20261126).standard_normal((8192, d))
+    g = np.mean(_shape_function(shape, z), axis=1)
+    k = TIGHT_Z_NODES
+    return np.quantile(g, (np.arange(k) + 0.5) / k), np.full(k, 1.0 / k)
+
+
+def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0), d=1,
+               width=1.0):
     """privgcm's tightened windows and the residual products of the data clipped to them,
     under the planner's model: one column z ~ N(0, 1), X - x_center = ranges[0] x_bound
     g(z) + e_X (g the reference ``shape``), the same for Y, and (e_X, e_Y) jointly normal
@@ -534,9 +549,14 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0))
     clipped residuals clip(X) - E[clip(X) | Z] (and for Y), and the clipped regressions'
     ranges in units of the windows over |z| <= 2; None where the effect is too large for
     that model (|effect| >= sqrt(effect_sd^2 - effect^2): a correlation of the residuals
-    beyond 1)."""
+    beyond 1).
+
+    With ``d`` columns (privgcm tightens ``assume="additive"`` with two or more, since
+    stop 53) the regression is the additive reference r mean_j g(z_j) over z ~ N(0, I_d)
+    (:func:`_g_nodes`), and the window is ``width`` (privgcm's STATED_BOUND_WIDTH there)
+    times the quantile, at most the bound."""
     skew = (float(skew[0]), float(skew[1]))
-    key = (effect, effect_sd, xb, yb, ranges, shape, level, skew)
+    key = (effect, effect_sd, xb, yb, ranges, shape, level, skew, int(d), float(width))
     if key in _TIGHT:
         return _TIGHT[key]
     from scipy import special
@@ -548,10 +568,9 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0))
         return None
     corr = effect / prod
     normal = skew == (0.0, 0.0)
-    tz, wz = np.polynomial.hermite_e.hermegauss(TIGHT_Z_NODES)
-    wz = wz / wz.sum()
-    fx = ranges[0] * xb * _shape_function(shape, tz)
-    fy = ranges[1] * yb * _shape_function(shape, tz)
+    gz, wz = _g_nodes(shape, int(d))
+    fx = ranges[0] * xb * gz
+    fy = ranges[1] * yb * gz
     pgrid = (np.arange(TIGHT_U_NODES) + 0.5) / TIGHT_U_NODES
     if normal:
         u = special.ndtri(pgrid)
@@ -589,14 +608,14 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0))
         for _ in range(80):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if cover(mid) < level else (lo, mid)
-        return min(bound, hi)
+        return min(bound, width * hi)
 
     if normal:
         wx, wy = window(fx, sx, xb), window(fy, sy, yb)
     else:
         wx, wy = window(fx, sx, xb, e=u), window(fy, None, yb, e=np.asarray(ey).ravel())
     m1 = m2 = 0.0
-    for i in range(tz.size):
+    for i in range(gz.size):
         a = np.clip(fx[i] + ex, -wx, wx)
         b = np.clip(fy[i] + ey, -wy, wy)
         a -= a.mean()
@@ -605,8 +624,10 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0))
         m1 += wz[i] * float(p.mean())
         m2 += wz[i] * float((p * p).mean())
     sd = math.sqrt(max(m2 - m1 * m1, 1e-300))
-    # the clipped regressions' ranges over the central box |z| <= 2, in window units
+    # the clipped regressions' ranges over the central box |z| <= 2, in window units (the
+    # additive reference takes every value in [-1, 1] there)
     tg = np.linspace(-2.0, 2.0, 81)
+    gg = _shape_function(shape, tg) if int(d) == 1 else np.linspace(-1.0, 1.0, 81)
 
     def clipped_mean(f, s, w):
         """E[clip(f + s U, -w, w)] for U ~ N(0, 1) (closed form)."""
@@ -620,8 +641,8 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0))
         """E[clip(f + e, -w, w)] over the grid e of the (skewed) residual's values."""
         return np.mean(np.clip(f[:, None] + e[None, :], -w, w), axis=1)
 
-    gx_ = ranges[0] * xb * _shape_function(shape, tg)
-    gy_ = ranges[1] * yb * _shape_function(shape, tg)
+    gx_ = ranges[0] * xb * gg
+    gy_ = ranges[1] * yb * gg
     if normal:
         rx = float(np.max(np.abs(clipped_mean(gx_, sx, wx)))) / wx
         ry = float(np.max(np.abs(clipped_mean(gy_, sy, wy)))) / wy
@@ -1025,13 +1046,19 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         raise TypeError("`tighten` must be 'auto', True or False; got "
                         f"{V._short(tighten)} instead.")
     # privgcm tightens public bounds (tighten="auto") with the released spline fit of the
-    # full model (one column of z); with released windows (auto="all") there is nothing to
-    # tighten
-    tight_case = bool(spline and model == "full" and z_columns == 1 and auto != "all")
+    # full model (one column of z) and, since stop 53, under assume="additive" with two or
+    # more columns (the window twice the quantile); with released windows (auto="all")
+    # there is nothing to tighten
+    from ._gcm_pipeline import STATED_BOUND_WIDTH, tighten_model
+    tight_case = bool(spline and (model == "full" and z_columns == 1 or model == "additive"
+                                  and z_columns > 1) and tighten_model(model, z_columns)
+                      and auto != "all")
+    width = STATED_BOUND_WIDTH if (model == "additive" and z_columns > 1) else 1.0
     if tighten is True and not tight_case:
         raise ValueError("`tighten=True` plans privgcm's tightened public bounds, which need "
-                         "test='privgcm', regression='spline', one column of z, no stated "
-                         "model and public bounds (auto 'none' or 'z'); got "
+                         "test='privgcm', regression='spline', one column of z with no "
+                         "stated model or assume='additive' with two or more, and public "
+                         "bounds (auto 'none' or 'z'); got "
                          f"test={test!r}, regression={regression!r}, z_columns={z_columns}, "
                          f"assume={None if model == 'full' else model!r}, auto={auto!r}.  "
                          "Pass tighten='auto' or False.")
@@ -1071,7 +1098,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     # the tightened windows are modelled with jointly normal residuals, whose covariance
     # `effect` must be below the product of their sds, sqrt(effect_sd^2 - effect^2)
     tight_unmodelled = bool(tight_case and any(
-        _tightened(effect, effect_sd, xb, yb, rng_, sh, 0.8, skew) is None
+        _tightened(effect, effect_sd, xb, yb, rng_, sh, 0.8, skew, z_columns, width) is None
         for sh in REFERENCE_SHAPES))
 
     def tight_at(nn, ee):
@@ -1080,7 +1107,15 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         True always (privgcm refuses where the fit does not resolve)."""
         if not tight_case:
             return False
-        return tighten is True or bool(_spline_design(nn, ee, z_columns, model, "z").certified)
+        if tighten is True:
+            return True
+        des = _spline_design(nn, ee, z_columns, model, "z")
+        if not des.certified:
+            return False
+        # a stated model: only where the bounds' share leaves the check as it is
+        # (privci._gcm_pipeline.resolve_tighten)
+        return model == "full" or bool(
+            _spline_design(nn, ee, z_columns, model, auto).checked) == bool(des.checked)
 
     def auto_at(nn, ee):
         """The released parameters' share at (nn, ee): tightening spends the 10% of "z"."""
@@ -1139,8 +1174,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
             if (nn, ee, sh) not in runs:
                 if tight_at(nn, ee) and not tight_unmodelled:
                     # the tightened windows and the effect of the data clipped to them
-                    wx, wy, e_t, sd_t, r_t = _tightened(effect, effect_sd, xb, yb, rng_, sh,
-                                                        _tight_level(nn, ee, auto), skew)
+                    wx, wy, e_t, sd_t, r_t = _tightened(
+                        effect, effect_sd, xb, yb, rng_, sh,
+                        _tight_level(nn, ee, auto, z_columns), skew, z_columns, width)
                     runs[nn, ee, sh] = _spline_power(nn, ee, e_t / (wx * wy),
                                                      sd_t / (wx * wy), z_columns, model, "z",
                                                      r_t, alpha, mode, n_blocks, shape=sh)
@@ -1241,6 +1277,12 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                     epsilon = _first_eps(lambda ee: reaches_target(n, ee), 1e-6, below)
         pval = pw(n, epsilon)
     k = blocks(n, epsilon) if test == "privgcm" else None
+    if spline and tight_unmodelled and not tight_at(n, epsilon):
+        # the tightened windows' model does not hold, but privgcm does not tighten here
+        # (the fit is refused, or resolves only without the bounds' share): the plan of
+        # the public windows stands
+        tight_unmodelled = False
+        details["modelled"] = bool(regular) and not clipped
     if spline:
         details["z_columns"] = z_columns
         details["assume"] = None if model == "full" else model
@@ -1253,9 +1295,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         least = min(at, key=lambda sh: at[sh][0])      # the shape the plan reports
         details["tightened"] = tight_at(n, epsilon)
         if details["tightened"] and not tight_unmodelled:
-            lev = _tight_level(n, epsilon, auto)
+            lev = _tight_level(n, epsilon, auto, z_columns)
             wx, wy, e_t, sd_t, r_t = _tightened(effect, effect_sd, xb, yb, rng_, least, lev,
-                                                skew)
+                                                skew, z_columns, width)
             details["tight_quantile"] = lev
             details["windows"] = (wx, wy)
             details["tightened_effect"] = e_t
