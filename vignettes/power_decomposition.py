@@ -166,6 +166,7 @@ def oracle_products(x, y, mx, my, w, scale=(1.0, 1.0)):
     return rx * ry
 
 
+TIGHTEN = None   # --tighten: privgcm's ``tighten`` on public windows (None: its default)
 STATED = {"linear2": "linear", "tanh3": "additive"}   # the model each multi-column class states
 
 
@@ -178,6 +179,8 @@ def run_one(task):
     zkw = dict(z_center=0.0, z_scale=1.0)
     if params == "public":
         kw = dict(pub, **zkw)
+        if TIGHTEN is not None:
+            kw["tighten"] = TIGHTEN
     else:
         kw = dict(x_bound="auto", y_bound="auto", x_center="auto", y_center="auto")
     # several columns of z need a stated model (the default refuses without one)
@@ -237,9 +240,20 @@ def main(argv=None):
         os.environ.get("PRIVCI_BENCH_OUT", os.path.join(HERE, "results")),
         "power_decomposition.csv"))
     ap.add_argument("--quick", action="store_true", help="CI smoke run: one small cell")
+    ap.add_argument("--tighten", choices=["auto", "true", "false"], default=None,
+                    help="privgcm's tighten on public windows (default: privgcm's own, "
+                         "'auto'); 'false' gives the default before stops 51 and 53")
     ap.add_argument("--no-progress", action="store_true", help="(accepted for run_all.sh)")
     ap.add_argument("--workers", type=int, default=None, help="run_all.sh's name of --jobs")
     args = ap.parse_args(argv)
+    global TIGHTEN
+    TIGHTEN = {None: None, "auto": "auto", "true": True, "false": False}[args.tighten]
+    if "additive2" in args.classes and "additive2" not in DESIGNS:
+        # stop 53: plan_accuracy.py's two-column additive design (assume="additive"), on
+        # request (the default grid is unchanged)
+        from plan_accuracy import d_additive2
+        DESIGNS["additive2"], BETA["additive2"] = d_additive2, 0.1
+        STATED["additive2"] = "additive"
     if args.workers:
         args.jobs = args.workers
     if args.quick:

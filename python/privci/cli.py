@@ -408,8 +408,10 @@ def main(argv=None):
     pg.add_argument("--tighten", default="auto", choices=["auto", "true", "false"],
                     help="spline fit: tighten the public --x-bound / --y-bound to a released "
                     "window inside them (the private 0.8 quantile of |value - centre|, part "
-                    "of --bounds-epsilon); auto (default) does so where no model is stated "
-                    "and the fit stays resolvable; false keeps the public windows")
+                    "of --bounds-epsilon; twice that under --assume additive with two or more "
+                    "columns); auto (default) does so unless --assume linear, where the fit "
+                    "stays resolvable and a stated model's check stays as it is; false keeps "
+                    "the public windows")
     pg.add_argument("--center-epsilon", type=float, default=None,
                     help="part of --epsilon spent on private centres of X and Y (sequential "
                          "composition); default: none, the public centres are used")

@@ -585,13 +585,16 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         private 0.8 quantile of |x - x_center| among candidates in
         (0, x_bound] (:func:`privci.bounds.private_bounds`; the same release
         as ``x_bound="auto"``, with the public centre), and x is clipped to
-        that window, at most the public one (with ``tighten=True``, twice
-        the quantile under ``assume="additive"`` with two or more columns).  Clipping x and y to
+        that window, at most the public one (twice the quantile under
+        ``assume="additive"`` with two or more columns, where a clip that
+        rare keeps an additive x nearly additive).  Clipping x and y to
         any window leaves a null true.  ``"auto"``: True with the spline fit
-        and z, unless a model is stated (``assume``: the clip would bend
-        E[X | Z] out of it) or the fit could be resolved only without that
-        share of epsilon (public numbers); with ``regression="krr"``, without
-        z and on Dask arrays, False.  False: the public windows as given.  Measured
+        and z, unless the model is ``assume="linear"`` (the clip would bend
+        E[X | Z] out of it), the fit could be resolved only without that
+        share of epsilon, or, under ``assume="additive"``, that share would
+        move the model below its check's edge (the check is never traded
+        for the window; all public numbers); with ``regression="krr"``,
+        without z and on Dask arrays, False.  False: the public windows as given.  Measured
         (stop 51, n = 10^4, 4-sd public windows, 200 data sets per cell): the
         README design at epsilon 0.5 rejects in 0.97 (0.76 with the public
         window), skewed noise in 0.975 (0.19); but where E[X | Z] oscillates

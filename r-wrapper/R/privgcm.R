@@ -73,9 +73,12 @@
 #'   of |x - x_center| among candidates up to the public bound, and x is
 #'   clipped to that window (at most the public one; clipping leaves a null
 #'   true). A domain range is usually far wider than the data, and the
-#'   test's signal falls with the window's width. `"auto"`: `TRUE` with the
-#'   spline fit and z unless a model is stated (`assume`) or the fit could
-#'   be resolved only without that share of epsilon; `FALSE` keeps the public windows (fewer fail-safes
+#'   test's signal falls with the window's width. Under `assume = "additive"`
+#'   with two or more columns the window is twice the quantile. `"auto"`:
+#'   `TRUE` with the spline fit and z unless `assume = "linear"`, the fit
+#'   could be resolved only without that share of epsilon, or (under
+#'   `"additive"`) that share would leave the model unchecked where it is
+#'   checked without it; `FALSE` keeps the public windows (fewer fail-safes
 #'   where E\[X | Z\] fills the window).
 #' @param n_blocks `"auto"` (default: the public rule), a whole number k of
 #'   noisy block sums, or `NULL` (one per row, the paper's Algorithm 1; with
