@@ -395,6 +395,14 @@ MUTANTS = [
            "the tightened bound's candidates run up to the data's largest |x - centre| (a "
            "data-dependent grid: not differentially private)", 1, False,
            ("tests/test_tighten.py::test_candidates_are_the_public_range",)),
+    # --- stop 53: tightened windows under assume="additive" -----------------------------
+    Mutant("tighten-additive-drops-the-check", "_gcm_pipeline.py",
+           r"if choose_design\(n, d, p, q, eps_u, k, model=par\.model\)\.checked != des\.checked:",
+           "if False:",
+           "the tightening under assume='additive' spends the bounds' share where that moves "
+           "the model below its check's edge (a checked assumption made unchecked for a "
+           "window)", 1, False,
+           ("tests/test_tighten.py::test_tightening_never_turns_a_checked_model_unchecked",)),
 ]
 
 
