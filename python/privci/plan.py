@@ -809,10 +809,12 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         the model, and the check's fail-safes that follow (0.14 to 0.26 of
         true-linear data sets with released windows) are not emulated.
     tighten : {"auto", True, False}, default "auto"
-        privgcm's ``tighten`` (``regression="spline"``, one column of z, no
-        stated model, public bounds: ``auto`` "none" or "z"): "auto" plans
+        privgcm's ``tighten`` (``regression="spline"``, one column of z with
+        no stated model or, since stop 53, ``assume="additive"`` with two or
+        more, public bounds: ``auto`` "none" or "z"): "auto" plans
         privgcm's default, which tightens the public bounds where the fit
-        resolves with the bounds' share of epsilon (from public numbers, as
+        resolves with the bounds' share of epsilon (and, under "additive",
+        where that share leaves the check as it is; from public numbers, as
         ``privci._gcm_pipeline.resolve_tighten``) and keeps them elsewhere;
         True always (a refusal, power 0, where the fit does not resolve);
         False keeps the windows given.  A tightened plan models the window
@@ -820,7 +822,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         privgcm's own level q (0.8, lowered where n epsilon is small:
         ``privci.bounds``' cap 1 - 2 (ln C + 5) / (n eps_each)), and the
         residual products of the data clipped to it, from the planner's
-        model: z ~ N(0, 1), the reference regression of range ``ranges``,
+        model: z ~ N(0, 1) (d columns: N(0, I_d) and the additive reference
+        r mean_j g(z_j), the window twice the quantile, as privgcm's),
+        the reference regression of range ``ranges``,
         jointly normal residuals of covariance ``effect`` and sds whose ratio
         is that of the bounds and whose product is
         sqrt(effect_sd^2 - effect^2) (bound / 4 each with the default

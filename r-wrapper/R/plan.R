@@ -48,8 +48,10 @@
 #' @param tighten `NULL` (Python's default, `"auto"`: not passed), `"auto"`,
 #'   `TRUE` or `FALSE`: privgcm's `tighten` ([privgcm()]). The default plans
 #'   privgcm's default call, which tightens public bounds to a released window
-#'   where the fit resolves with the bounds' share (one column of z, no stated
-#'   model, public bounds): the window (privgcm's quantile level) and the
+#'   where the fit resolves with the bounds' share (public bounds; one column
+#'   of z with no stated model, or `assume = "additive"` with two or more
+#'   columns where the share leaves the check as it is, the window then twice
+#'   the quantile): the window (privgcm's quantile level) and the
 #'   residual products clipped to it are modelled with normal residuals
 #'   (`details$windows`, `details$tightened_effect`). `FALSE` plans the
 #'   windows given. Measured: within 0.10 on the one-column grid cells; on
