@@ -445,6 +445,21 @@ def test_plan_tighten_changes_the_plan_and_false_keeps_the_public_windows():
     assert tr.details["resolvable"] is False and tr.power == 0.0
 
 
+def _clipped_products(x, y, t, wx, wy, level):
+    """A Monte Carlo of the tightened model: checks that the windows are the ``level``
+    quantiles of |x| and |y| (to 1%), and returns the products of the clipped residuals,
+    clip(x) - E[clip(x) | t] (the conditional means on 800 quantile bins of t: the
+    regression is a function of t) and the same for y."""
+    assert wx == pytest.approx(np.quantile(np.abs(x), level), rel=0.01)
+    assert wy == pytest.approx(np.quantile(np.abs(y), level), rel=0.01)
+    cx, cy = np.clip(x, -wx, wx), np.clip(y, -wy, wy)
+    bins = np.quantile(t, np.linspace(0, 1, 801))
+    idx = np.clip(np.searchsorted(bins, t, side="right") - 1, 0, 799)
+    gx = (np.bincount(idx, cx, 800) / np.bincount(idx, minlength=800))[idx]
+    gy = (np.bincount(idx, cy, 800) / np.bincount(idx, minlength=800))[idx]
+    return (cx - gx) * (cy - gy)
+
+
 def test_tightened_model_matches_its_monte_carlo():
     """_tightened's windows, clipped effect and sd against a Monte Carlo of the same model
     (z ~ N(0, 1), the half-sine regression, jointly normal residuals)."""
@@ -463,15 +478,7 @@ def test_tightened_model_matches_its_monte_carlo():
     fy = r[1] * yb * np.sin(np.pi * np.clip(t, -4, 4) / 4)
     x = fx + sx * u
     y = fy + sy * (rho * u + math.sqrt(1 - rho ** 2) * v)
-    assert wx == pytest.approx(np.quantile(np.abs(x), 0.7), rel=0.01)
-    assert wy == pytest.approx(np.quantile(np.abs(y), 0.7), rel=0.01)
-    cx, cy = np.clip(x, -wx, wx), np.clip(y, -wy, wy)
-    # conditional means on fine bins of t (the regression is a function of t)
-    bins = np.quantile(t, np.linspace(0, 1, 801))
-    idx = np.clip(np.searchsorted(bins, t, side="right") - 1, 0, 799)
-    gx = (np.bincount(idx, cx, 800) / np.bincount(idx, minlength=800))[idx]
-    gy = (np.bincount(idx, cy, 800) / np.bincount(idx, minlength=800))[idx]
-    p = (cx - gx) * (cy - gy)
+    p = _clipped_products(x, y, t, wx, wy, 0.7)
     assert e_t == pytest.approx(p.mean(), rel=0.03)
     assert sd_t == pytest.approx(p.std(), rel=0.03)
     assert e_t < eff                      # the clip shrinks the covariance
@@ -512,14 +519,7 @@ def test_tightened_skewed_model_matches_its_monte_carlo(skew):
     t = g.standard_normal(m)
     x = r[0] * xb * np.clip(t / 2, -1, 1) + ex
     y = r[1] * yb * np.clip(t / 2, -1, 1) + ey
-    assert wx == pytest.approx(np.quantile(np.abs(x), 0.8), rel=0.01)
-    assert wy == pytest.approx(np.quantile(np.abs(y), 0.8), rel=0.01)
-    cx, cy = np.clip(x, -wx, wx), np.clip(y, -wy, wy)
-    bins = np.quantile(t, np.linspace(0, 1, 801))
-    idx = np.clip(np.searchsorted(bins, t, side="right") - 1, 0, 799)
-    gx = (np.bincount(idx, cx, 800) / np.bincount(idx, minlength=800))[idx]
-    gy = (np.bincount(idx, cy, 800) / np.bincount(idx, minlength=800))[idx]
-    p = (cx - gx) * (cy - gy)
+    p = _clipped_products(x, y, t, wx, wy, 0.8)
     assert e_t == pytest.approx(p.mean(), rel=0.04)
     assert sd_t == pytest.approx(p.std(), rel=0.03)
     # the range: the larger |E[clip(x) | z]| of z = -2 and 2, where the clipped line takes
