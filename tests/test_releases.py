@@ -138,7 +138,11 @@ def test_spline_halves_compose_in_parallel(data):
     halves = Counter(r.rows for r in rec.releases)
     # the fit's Gram matrix and cross-products per half; on all rows the test's releases
     # (k = 1 here: the sum of the squared residual products and the sum of the products)
-    assert halves == {"half A": 2, "half B": 2, "all": 2}
+    # and, since stop 53, the two tightened bounds (the public windows tightened under
+    # assume="additive")
+    assert halves == {"half A": 2, "half B": 2, "all": 4}
+    assert sorted(r.name for r in rec.releases if "bound" in r.name) == ["x_bound[0]",
+                                                                        "y_bound[0]"]
     fit = sum(Fraction(r.epsilon) for r in rec.releases if r.rows == "half A")
     test = sum(Fraction(r.epsilon) for r in rec.releases if r.rows == "all")
     assert composed_epsilon(rec.releases) == fit + test <= Fraction(rec.epsilon)
