@@ -302,5 +302,28 @@ def test_tightening_never_turns_a_checked_model_unchecked():
                             z_scale=1.0, rng=1, assume="additive", tighten=True)
     assert _bound_releases(forced) == ["x_bound[0]", "y_bound[0]"]
     assert forced.fit_check["checked"] is False
+    # with released z the share is spent either way: only the noise rule can keep the
+    # public windows there
     par_z = _params(eps, z_public=False, assume="additive")
-    assert P.resolve_tighten(par_z, n, 2, 1, 1).tight == {"x_bound": True, "y_bound": True}
+    des = choose_design(n, 2, 1, 1, P._top_split(eps, par_z.bounds_epsilon,
+                                                 par_z.center_epsilon), None,
+                        model="additive")
+    assert P.resolve_tighten(par_z, n, 2, 1, 1).tight == {
+        "x_bound": P.noise_dominated(des), "y_bound": P.noise_dominated(des)}
+
+
+@pytest.mark.parametrize("n, d, eps, tight", [
+    (10_000, 2, 5.0, True), (10_000, 3, 5.0, True), (10_000, 3, 100.0, False),
+    (100_000, 3, 5.0, False), (10_000, 2, 100.0, False)])
+def test_a_stated_model_is_tightened_only_where_privacy_noise_dominates(n, d, eps, tight):
+    """Stop 53: under assume="additive" the public windows are tightened only where the
+    rule predicts the privacy noise of S at least TIGHTEN_NOISE_SHARE of its sampling
+    variance (public numbers); where it does not, a window gains little and the clip's
+    small bend is what the check sees at large n (three linear columns at n = 10^5,
+    epsilon 5: fail-safes 0.50 tightened, 0.07 not)."""
+    out = P.resolve_tighten(_params(eps, assume="additive"), n, d, 1, 1)
+    assert out.tight == {"x_bound": tight, "y_bound": tight}
+    des = choose_design(n, d, 1, 1, 0.9 * eps, None, model="additive")
+    share = ((des.predicted["test_noise_var"] + des.predicted["fit_noise_var"])
+             / des.predicted["sampling_var"])
+    assert (share >= P.TIGHTEN_NOISE_SHARE) is tight or not des.certified

@@ -1118,8 +1118,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
             return False
         # a stated model: only where the bounds' share leaves the check as it is
         # (privci._gcm_pipeline.resolve_tighten)
-        return model == "full" or bool(
+        from ._gcm_pipeline import noise_dominated
+        return model == "full" or (bool(
             _spline_design(nn, ee, z_columns, model, auto).checked) == bool(des.checked)
+            and noise_dominated(des))
 
     def auto_at(nn, ee):
         """The released parameters' share at (nn, ee): tightening spends the 10% of "z"."""
