@@ -410,8 +410,8 @@ def main(argv=None):
                     "window inside them (the private 0.8 quantile of |value - centre|, part "
                     "of --bounds-epsilon; twice that under --assume additive with two or more "
                     "columns); auto (default) does so unless --assume linear, where the fit "
-                    "stays resolvable and a stated model's check stays as it is; false keeps "
-                    "the public windows")
+                    "stays resolvable and, under a stated model, where its check stays as it "
+                    "is and the privacy noise dominates; false keeps the public windows")
     pg.add_argument("--center-epsilon", type=float, default=None,
                     help="part of --epsilon spent on private centres of X and Y (sequential "
                          "composition); default: none, the public centres are used")

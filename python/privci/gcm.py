@@ -593,7 +593,10 @@ def privgcm(x, y, z=None, *, epsilon, x_bound, y_bound, ridge_lambda=None, kerne
         E[X | Z] out of it), the fit could be resolved only without that
         share of epsilon, or, under ``assume="additive"``, that share would
         move the model below its check's edge (the check is never traded
-        for the window; all public numbers); with ``regression="krr"``,
+        for the window) or the rule predicts the privacy noise of the
+        statistic below half its sampling variance (where a window gains
+        little and the clip's small bend is what the check sees at large n;
+        all public numbers); with ``regression="krr"``,
         without z and on Dask arrays, False.  False: the public windows as given.  Measured
         (stop 51, n = 10^4, 4-sd public windows, 200 data sets per cell): the
         README design at epsilon 0.5 rejects in 0.97 (0.76 with the public

@@ -814,7 +814,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         more, public bounds: ``auto`` "none" or "z"): "auto" plans
         privgcm's default, which tightens the public bounds where the fit
         resolves with the bounds' share of epsilon (and, under "additive",
-        where that share leaves the check as it is; from public numbers, as
+        where that share leaves the check as it is and the privacy noise
+        dominates, ``TIGHTEN_NOISE_SHARE``; from public numbers, as
         ``privci._gcm_pipeline.resolve_tighten``) and keeps them elsewhere;
         True always (a refusal, power 0, where the fit does not resolve);
         False keeps the windows given.  A tightened plan models the window

@@ -50,7 +50,8 @@
 #'   privgcm's default call, which tightens public bounds to a released window
 #'   where the fit resolves with the bounds' share (public bounds; one column
 #'   of z with no stated model, or `assume = "additive"` with two or more
-#'   columns where the share leaves the check as it is, the window then twice
+#'   columns where the share leaves the check as it is and the privacy noise
+#'   dominates, the window then twice
 #'   the quantile): the window (privgcm's quantile level) and the
 #'   residual products clipped to it are modelled with normal residuals
 #'   (`details$windows`, `details$tightened_effect`). `FALSE` plans the

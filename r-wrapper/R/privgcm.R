@@ -78,7 +78,8 @@
 #'   `TRUE` with the spline fit and z unless `assume = "linear"`, the fit
 #'   could be resolved only without that share of epsilon, or (under
 #'   `"additive"`) that share would leave the model unchecked where it is
-#'   checked without it; `FALSE` keeps the public windows (fewer fail-safes
+#'   checked without it, or the privacy noise is predicted below half the
+#'   sampling variance; `FALSE` keeps the public windows (fewer fail-safes
 #'   where E\[X | Z\] fills the window).
 #' @param n_blocks `"auto"` (default: the public rule), a whole number k of
 #'   noisy block sums, or `NULL` (one per row, the paper's Algorithm 1; with
