@@ -288,8 +288,8 @@ def tighten_model(model, d):
     (public numbers): the full fit (one column), and since stop 53 ``assume="additive"``
     with two or more columns, whose window is STATED_BOUND_WIDTH times the released
     quantile (a clip that rare keeps an additive x nearly additive: true-additive nulls at
-    n = 10^4 at most 0.06 of 100 at epsilon 1, 5 and 100, vignettes/README.md, stop 53);
-    not ``assume="linear"``."""
+    n = 10^3 and 10^4 at most 0.045 of 200 at epsilon 1, 5 and 100, vignettes/README.md,
+    stop 53); not ``assume="linear"``.  Where it tightens is :func:`resolve_tighten`'s."""
     return model == "full" or (model == "additive" and d > 1)
 
 
