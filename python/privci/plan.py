@@ -585,35 +585,33 @@ def _tightened(effect, effect_sd, xb, yb, ranges, shape, level, skew=(0.0, 0.0),
         ex = np.broadcast_to(sx * u[:, None], (u.size, u.size))
         ey = sy * (corr * u[:, None] + math.sqrt(1.0 - corr * corr) * w_[None, :])
 
-    def window(f, s, bound, e=None):
-        """min(bound, q): P(|f(Z) + s U| <= q) = level (bisection); with skewed residuals
-        e (a grid of e_Y's values) the coverage is the grid's."""
-        if e is None:
-            def cover(q):
-                return float(wz @ (special.ndtr((q - f) / s) - special.ndtr((-q - f) / s)))
-        elif s is None:
-            es = np.sort(e)
+    def scale_cover(f, s, cdf):
+        """P(|f(Z) + s U| <= q) for U of distribution function ``cdf``."""
+        return lambda q: float(wz @ (cdf((q - f) / s) - cdf((-q - f) / s)))
 
-            def cover(q):
-                inside = (np.searchsorted(es, q - f, side="right")
-                          - np.searchsorted(es, -q - f, side="left"))
-                return float(wz @ inside) / es.size
-        else:
-            cdf = _skewed_residual(skew[0])[1]
+    def grid_cover(f, e):
+        """P(|f(Z) + e| <= q) for e uniform on the grid ``e`` of a residual's values."""
+        es = np.sort(e)
+        return lambda q: float(wz @ (np.searchsorted(es, q - f, side="right")
+                                     - np.searchsorted(es, -q - f, side="left"))) / es.size
 
-            def cover(q):
-                return float(wz @ (cdf((q - f) / s) - cdf((-q - f) / s)))
-        lo, hi = 0.0, float(np.max(np.abs(f))) + 10.0 * (s if s is not None else
-                                                         float(np.max(np.abs(e))))
+    def window(cover, hi, bound):
+        """min(bound, width q): cover(q) = level (bisection on [0, hi])."""
+        lo = 0.0
         for _ in range(80):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if cover(mid) < level else (lo, mid)
         return min(bound, width * hi)
 
+    cdf_x = special.ndtr if normal else _skewed_residual(skew[0])[1]
+    wx = window(scale_cover(fx, sx, cdf_x), float(np.max(np.abs(fx))) + 10.0 * sx, xb)
     if normal:
-        wx, wy = window(fx, sx, xb), window(fy, sy, yb)
+        wy = window(scale_cover(fy, sy, special.ndtr), float(np.max(np.abs(fy))) + 10.0 * sy,
+                    yb)
     else:
-        wx, wy = window(fx, sx, xb, e=u), window(fy, None, yb, e=np.asarray(ey).ravel())
+        e_y = np.asarray(ey).ravel()
+        wy = window(grid_cover(fy, e_y),
+                    float(np.max(np.abs(fy))) + 10.0 * float(np.max(np.abs(e_y))), yb)
     m1 = m2 = 0.0
     for i in range(gz.size):
         a = np.clip(fx[i] + ex, -wx, wx)
@@ -1054,10 +1052,8 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     # full model (one column of z) and, since stop 53, under assume="additive" with two or
     # more columns (the window twice the quantile); with released windows (auto="all")
     # there is nothing to tighten
-    from ._gcm_pipeline import STATED_BOUND_WIDTH, tighten_model
-    tight_case = bool(spline and (model == "full" and z_columns == 1 or model == "additive"
-                                  and z_columns > 1) and tighten_model(model, z_columns)
-                      and auto != "all")
+    from ._gcm_pipeline import STATED_BOUND_WIDTH, noise_dominated, tighten_model
+    tight_case = bool(spline and tighten_model(model, z_columns) and auto != "all")
     width = STATED_BOUND_WIDTH if (model == "additive" and z_columns > 1) else 1.0
     if tighten is True and not tight_case:
         raise ValueError("`tighten=True` plans privgcm's tightened public bounds, which need "
@@ -1077,9 +1073,9 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
                          f"{V._short(ranges)} instead.")
     rng_ = (float(rng_[0]), float(rng_[1]))
     skew = _check_skewness(residual_skewness)
-    if skew != (0.0, 0.0) and _skew_parts(effect, effect_sd, skew) is not None and abs(
-            _skew_parts(effect, effect_sd, skew)[1]) > SKEW_MAX:
-        c = _skew_parts(effect, effect_sd, skew)[0]
+    parts = _skew_parts(effect, effect_sd, skew) if skew != (0.0, 0.0) else None
+    if parts is not None and abs(parts[1]) > SKEW_MAX:
+        c = parts[0]
         raise ValueError(
             f"`residual_skewness` {skew} cannot hold with residuals of correlation {c:.3g} "
             "(effect / sqrt(effect_sd^2 - effect^2)): Y's residual is c times X's plus an "
@@ -1119,7 +1115,6 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
             return False
         # a stated model: only where the bounds' share leaves the check as it is
         # (privci._gcm_pipeline.resolve_tighten)
-        from ._gcm_pipeline import noise_dominated
         return model == "full" or (bool(
             _spline_design(nn, ee, z_columns, model, auto).checked) == bool(des.checked)
             and noise_dominated(des))
