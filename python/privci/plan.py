@@ -876,9 +876,12 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     and 0 at 5, checked), so the solver also looks below that switch and
     returns the smallest value there when it reaches the target (measured at
     the solved epsilon 1.79 for 0.8: 0.685 of 200 data sets; the monotone
-    bisection had answered 27.8).  A target that cannot be met
-    raises ``ValueError``: e.g. PrivCRT with (1 + 0) / (m + 1) > alpha, or a
-    power beyond the noise-free limit at the given n.
+    bisection had answered 27.8).  The target may also be reachable only below
+    that switch (three additive columns at n = 442: 1.0 at epsilon 30, 0.53 at
+    10^4, checked), so the unchecked range is searched first and "out of
+    reach" means out of reach on both sides of it.  A target that cannot be
+    met raises ``ValueError``: e.g. PrivCRT with (1 + 0) / (m + 1) > alpha,
+    or a power that no n up to 10^9 (no epsilon up to 10^6) reaches.
 
     Measured accuracy of ``regression="spline"`` (issue 34;
     ``vignettes/plan_accuracy.py``, results in
@@ -1233,50 +1236,64 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     if solve == "power":
         pval = pw(n, epsilon)
     elif solve == "n":
-        limit = pw(10 ** 9, epsilon)
         if not resolvable(10 ** 9, epsilon):
             raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: the "
                              f"released regression on {z_columns} columns of z is not "
                              "resolvable even at n = 10^9 (privgcm refuses it)"
                              f"{_additive_hint(z_columns, model)}.")
-        if limit < power:
-            raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: even "
-                             f"n = 10^9 gives about {limit:.3f}.")
         reaches = lambda nn: reaches_target(nn, epsilon)  # noqa: E731
-        n = _first_n_doubling(reaches)
+        # power is not monotone where the rule starts to check the stated model (the
+        # check's noise: two linear columns at epsilon 5, predicted 0.8 at n = 4394,
+        # unchecked, and 0 at 10^4, checked): the smallest n may lie below the switch,
+        # and the target may be reached only there
+        below = None
         if spline and model != "full":
-            # power is not monotone where the rule starts to check the stated model (the
-            # check's noise: two linear columns at epsilon 5, predicted 0.8 at n = 4394,
-            # unchecked, and 0 at 10^4, checked): the smallest n may lie below the switch
             checked = lambda nn: bool(_spline_design(nn, epsilon, z_columns, model,  # noqa
                                                      auto).checked)
-            if checked(n) and n > 2 and not checked(2):
-                sw = _first_n(checked, 2, n)
-                if sw > 2 and reaches(sw - 1):
-                    n = _first_n_doubling(reaches, cap=sw - 1)
+            if checked(10 ** 9) and not checked(2):
+                sw = _first_n(checked, 2, 10 ** 9)
+                below = sw - 1 if sw > 2 and not checked(sw - 1) else None
+        limit = pw(10 ** 9, epsilon)
+        if limit < power and below is not None and reaches(below):
+            n = _first_n_doubling(reaches, cap=below)
+        else:
+            if limit < power:
+                best = limit if below is None else max(limit, pw(below, epsilon))
+                raise ValueError(f"power {power:g} is out of reach at epsilon = {epsilon:g}: "
+                                 f"no n up to 10^9 gives more than about {best:.3f}.")
+            n = _first_n_doubling(reaches)
+            if below is not None and n > below and reaches(below):
+                n = _first_n_doubling(reaches, cap=below)
         pval = pw(n, epsilon)
     else:
-        limit = pw(n, 1e6)
         if not resolvable(n, 1e6):
             raise ValueError(f"power {power:g} is out of reach at n = {n}: the released "
                              f"regression on {z_columns} columns of z is not resolvable even "
                              "at epsilon = 10^6 (privgcm refuses it)"
                              f"{_additive_hint(z_columns, model)}.")
-        if limit < power:
-            raise ValueError(f"power {power:g} is out of reach at n = {n}: even without privacy "
-                             f"noise the approximation gives about {limit:.3f}; increase n.")
-        epsilon = _first_eps(lambda ee: reaches_target(n, ee), 1e-6, 1e6)
+        # the same in epsilon: where the rule checks the stated model from some epsilon
+        # on, the power may be highest just below that switch (three additive columns at
+        # n = 442: 1.0 at epsilon 30, unchecked; 0.28 at 10^6, checked, whose fit check
+        # fails safe in the emulation; two linear columns at n = 10^4: 0.88 at epsilon 2,
+        # unchecked, and 0 at 5, checked), so the unchecked range is searched first
+        below = None
         if spline and model != "full":
-            # the same below the epsilon where the rule starts to check the stated model
-            # (two linear columns at n = 10^4: power 0.88 at epsilon 2, unchecked, and 0
-            # at 5, checked; the monotone bisection answered 27.8)
             checked = lambda ee: bool(_spline_design(n, ee, z_columns, model,  # noqa: E731
                                                      auto).checked)
-            if checked(epsilon) and not checked(1e-6):
-                sw = _first_eps(checked, 1e-6, epsilon)
+            if checked(1e6) and not checked(1e-6):
+                sw = _first_eps(checked, 1e-6, 1e6)
                 below = sw / (1.0 + 1e-4)
-                if not checked(below) and reaches_target(n, below):
-                    epsilon = _first_eps(lambda ee: reaches_target(n, ee), 1e-6, below)
+                below = None if checked(below) else below
+        if below is not None and reaches_target(n, below):
+            epsilon = _first_eps(lambda ee: reaches_target(n, ee), 1e-6, below)
+        else:
+            limit = pw(n, 1e6)
+            if limit < power:
+                best = limit if below is None else max(limit, pw(n, below))
+                raise ValueError(f"power {power:g} is out of reach at n = {n}: no epsilon up "
+                                 f"to 10^6 (where the privacy noise is negligible) gives more than about "
+                                 f"{best:.3f}; increase n.")
+            epsilon = _first_eps(lambda ee: reaches_target(n, ee), 1e-6, 1e6)
         pval = pw(n, epsilon)
     k = blocks(n, epsilon) if test == "privgcm" else None
     if spline and tight_unmodelled and not tight_at(n, epsilon):
