@@ -36,6 +36,35 @@ def test_break31_designs_run_and_interactions_fail_safe(tmp_path):
     assert (tmp_path / "break.csv").exists()
 
 
+def test_level_stress_study_switches_set_and_restore(tmp_path):
+    """``level_stress.py --set NAME=VALUE`` (stop 54's tensor study): the constants of
+    privci._spline are set for the run (the tensor fit's box and central functions change
+    what the rule asks) and restored after it; an unknown name is refused."""
+    import privci._spline as S
+    ls = _load("level_stress")
+    key = (2, "full", 2, True)
+    base = S._central_quotients(key).copy()
+    assert S._box(key) == S.SPLINE_RANGE
+    saved = ls.set_constants(S, ["TENSOR_BOX=2.0", "TENSOR_CENTRAL=3.0"])
+    try:
+        assert S._box(key) == 2.0
+        q = S._central_quotients(key)
+        assert q.size == 9 * base.size        # three functions per column instead of one
+        # the central function's quotient counts only the rows inside [-2, 2]^2
+        assert 0.0 < q.max() < base.max()
+    finally:
+        ls.set_constants(S, [f"{k}={v!r}" for k, v in saved.items()])
+    assert S.TENSOR_BOX is None and S.TENSOR_CENTRAL == 2.0 and S._box(key) == S.SPLINE_RANGE
+    assert np.array_equal(S._central_quotients(key), base)
+    with pytest.raises(SystemExit, match="NOPE"):
+        ls.set_constants(S, ["NOPE=1"])
+    rows = ls.main(["--tensor", "--set", "TENSOR_INTERVALS=(4,)", "--classes", "m_linear2",
+                    "--n", "3000", "--eps", "100", "--params", "public", "--reps", "2",
+                    "--workers", "1", "--seed", "3", "--out", str(tmp_path / "t.csv")])
+    assert rows[0]["reps"] == 2 and rows[0]["refused"] == 0.0    # the tensor fit answered
+    assert S.FULL_MAX_D == 1 and S.TENSOR_INTERVALS == (2, 4)
+
+
 def test_demo_oracle_bounds_the_diabetes_rows():
     """The free-fit oracle: epsilon 8 finds both dependences, epsilon 1 is far from 90%
     (measured 0.49 and 0.37 at k = 5 on 4000 draws; at 80 draws a rate of 0.8 or more

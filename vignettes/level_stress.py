@@ -395,6 +395,25 @@ def run_one(task):
     return res.pvalue, (res.fit_certified is False), False
 
 
+def set_constants(module, assignments):
+    """Set ``NAME=VALUE`` constants of ``module`` (VALUE a Python literal; NAME must exist),
+    clear the module's functools caches, and return the values replaced (to restore)."""
+    import ast
+    saved = {}
+    for item in assignments:
+        name, sep, value = item.partition("=")
+        if not sep or not hasattr(module, name):
+            raise SystemExit(f"--set: {item!r} is not NAME=VALUE with NAME a constant of "
+                             f"{module.__name__}")
+        saved[name] = getattr(module, name)
+        setattr(module, name, ast.literal_eval(value))
+    if assignments:
+        for obj in vars(module).values():
+            if hasattr(obj, "cache_clear"):
+                obj.cache_clear()
+    return saved
+
+
 def write_csv(path, rows):
     """One CSV file with a header row from a list of dicts (the directory is made)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -478,6 +497,10 @@ def main(argv=None):
     ap.add_argument("--tensor", action="store_true",
                     help="turn on the two-column tensor fit (privci._spline.FULL_MAX_D = 2; "
                          "off in the package since stop 39) for designs without --assume")
+    ap.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="study switches: set constants of privci._spline (a Python literal "
+                         "each, e.g. TENSOR_BOX=2.0 TENSOR_INTERVALS='(4,)'; stop 54's tried "
+                         "tensor fits) for this run; its caches are cleared")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out designs (HELDOUT) instead of --classes")
     ap.add_argument("--break49", action="store_true",
@@ -521,7 +544,8 @@ def main(argv=None):
     pubs = {cls: public(cls) for cls in args.classes}
     import privci._spline as _S
     full_max_d = _S.FULL_MAX_D
-    if args.tensor:          # the workers are forked: they inherit the switch
+    saved = set_constants(_S, args.set)   # the workers are forked: they inherit the switches
+    if args.tensor:
         _S.FULL_MAX_D = 2
         _S._choose_design.cache_clear()
     tasks = [(cls, n, eps, params, args.beta, args.seed + 7919 * ci + r, pubs[cls], assume)
@@ -534,6 +558,7 @@ def main(argv=None):
     if args.tensor:
         _S.FULL_MAX_D = full_max_d
         _S._choose_design.cache_clear()
+    set_constants(_S, [f"{k}={v!r}" for k, v in saved.items()])
     rows = []
     print("| class | n | epsilon | parameters | rejection rate | 95% Wilson | not certified "
           "| refused |")
