@@ -697,3 +697,21 @@ def test_plan_models_one_column_and_errors():
         plan_models(n=1, epsilon=1.0, effect=0.1, z_columns=2)
     with pytest.raises(ValueError, match="`epsilon`"):
         plan_models(n=100, epsilon=-1.0, effect=0.1, z_columns=2)
+
+
+def test_spline_plan_does_not_model_the_tensor_fit():
+    """Two columns of z with no stated model (privgcm's tensor fit since stop 54): where
+    privgcm answers, the planner says it does not model the power (nan, a UserWarning and
+    details['regular_case_power']; its emulation said 0.011 where 0.50 was measured at
+    n = 10^4, epsilon 10); where privgcm refuses, the power is 0; solving raises."""
+    kw = dict(effect=0.15, x_bound=6.0, y_bound=6.0, z_columns=2, auto="none")
+    with pytest.warns(UserWarning, match="tensor product"):
+        p = privci.plan("privgcm", n=10_000, epsilon=20.0, **kw)
+    assert math.isnan(p.power) and p.details["resolvable"] and not p.details["modelled"]
+    assert 0.0 <= p.details["regular_case_power"] <= 1.0
+    q = privci.plan("privgcm", n=1000, epsilon=5.0, **kw)
+    assert q.power == 0.0 and not q.details["resolvable"]
+    with pytest.raises(ValueError, match="tensor product\\) is not modelled"):
+        privci.plan("privgcm", n=10_000, power=0.8, **kw)
+    # a stated model is planned as before
+    assert privci.plan("privgcm", n=10_000, epsilon=20.0, assume="additive", **kw).power > 0

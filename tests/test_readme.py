@@ -71,7 +71,8 @@ def test_readme_smallest_epsilon_table_is_the_rule():
     rows = {}
     for line in re.findall(r"^\| (\d, [^|]*) \|(.*)\|$", text, re.M):
         rows[line[0].strip()] = [c.strip() for c in line[1].split("|")]
-    cases = {"1, full (no assumption)": (1, "full"), "2, assume=additive": (2, "additive"),
+    cases = {"1, full (no assumption)": (1, "full"), "2, full (no assumption)": (2, "full"),
+             "2, assume=additive": (2, "additive"),
              "2, assume=linear": (2, "linear"), "3, assume=additive": (3, "additive")}
     for name, (d, model) in cases.items():
         cells = rows[name]

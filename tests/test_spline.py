@@ -306,28 +306,38 @@ def test_conversion_slack_is_zero_below_2_21_rows_and_covers_rounding_above():
 
 @pytest.fixture
 def tensor_fit(monkeypatch):
-    """The two-column tensor fit, disabled by default (FULL_MAX_D = 1: it failed its level
-    run) but kept, with its release and record, under test."""
+    """The two-column tensor fit: the default since stop 54 (FULL_MAX_D = 2; before, it was
+    kept under test while disabled), set explicitly for the tests written for it."""
     monkeypatch.setattr(S, "FULL_MAX_D", 2)
     S._choose_design.cache_clear()
     yield
     S._choose_design.cache_clear()
 
 
-def test_two_columns_without_a_model_are_refused_naming_the_models():
-    """FULL_MAX_D = 1: two columns without assume= are refused before anything is spent,
-    however large n epsilon, and the message names the stated models that resolve."""
-    assert S.FULL_MAX_D == 1
+def test_columns_beyond_the_full_fit_are_refused_naming_the_models():
+    """FULL_MAX_D = 2 (stop 54; 1 before): three columns without assume= are refused before
+    anything is spent, however large n epsilon, and the message names the stated models
+    that resolve; two columns are refused where their tensor fit does not resolve (naming
+    the smallest epsilon and n) and answered where it does."""
+    assert S.FULL_MAX_D == 2
     rng = np.random.default_rng(4)
-    z = rng.normal(size=(10_000, 2))
+    z = rng.normal(size=(10_000, 3))
     x, y = z[:, 0] + rng.normal(size=10_000), rng.normal(size=10_000)
-    b = privci.PrivacyBudget(200.0)
-    with pytest.raises(S.UnresolvableDesignError, match="takes one column of z.*"
+    b = privci.PrivacyBudget(400.0)
+    with pytest.raises(S.UnresolvableDesignError, match="takes at most 2 columns.*"
                        "Resolvable here: assume='additive', assume='linear'") as info:
         privci.privgcm(x, y, z, epsilon=100.0, x_bound=4, y_bound=4, z_center=0.0,
                        z_scale=1.0, budget=b)
     assert b.spent == 0 and "nothing was charged" in str(info.value)
-    assert not S.choose_design(10 ** 6, 2, 1, 1, 1e4).certified
+    assert not S.choose_design(10 ** 6, 3, 1, 1, 1e4).certified
+    with pytest.raises(S.UnresolvableDesignError, match="Smallest epsilon at n = 1000") as info:
+        privci.privgcm(x[:1000], y[:1000], z[:1000, :2], epsilon=5.0, x_bound=4, y_bound=4,
+                       z_center=0.0, z_scale=1.0, budget=b)
+    assert b.spent == 0
+    res = privci.privgcm(x, y, z[:, :2], epsilon=100.0, x_bound=4, y_bound=4, z_center=0.0,
+                         z_scale=1.0, budget=b, rng=1)
+    assert b.spent == pytest.approx(100.0) and res.fit_check["model"] == "full"
+    assert res.fit_check["columns"] == 2 and "tensor product" in res.privacy.mechanism
 
 
 def test_release_accounting_and_record(tensor_fit):
@@ -807,7 +817,7 @@ def test_refused_before_anything_is_charged_when_the_rule_cannot_resolve_the_fit
         assert (f"assume='{model}'" in msg.split("Resolvable here:")[-1]) == \
             S.choose_design(2000, 2, 1, 1, 1.0, model=model).certified
     # three columns: no full fit at any n and epsilon; the stated models are named
-    with pytest.raises(S.UnresolvableDesignError, match=r"takes one column of z"):
+    with pytest.raises(S.UnresolvableDesignError, match=r"takes at most 2 columns"):
         privci.privgcm(x, y, np.c_[z, z[:, 0]], epsilon=50.0, x_bound=4, y_bound=6,
                        z_center=0.0, z_scale=1.0, budget=b)
     assert b.spent == 0

@@ -19,15 +19,16 @@ def _load(name):
 
 def test_break31_designs_run_and_interactions_fail_safe(tmp_path):
     """Every BREAK31 design draws; a reduced run of an interaction design without a
-    stated model is refused in every run (two columns: the full fit takes one column; the
-    tensor fit is off, it failed its level run) and never rejects."""
+    stated model is refused in every run where its tensor fit does not resolve (n = 3000,
+    epsilon 2: stop 54's tensor fit resolves from about epsilon 3.1 there) and never
+    rejects."""
     ls = _load("level_stress")
     rng = np.random.default_rng(0)
     for cls in ls.BREAK31:
         x, y, z, zc, zs = ls.draw(cls, 500, rng)
         assert x.shape == y.shape == (500,) and z.shape[0] == 500
         assert np.all(np.isfinite(x)) and np.all(np.isfinite(y))
-    rows = ls.main(["--classes", "b_sincos", "b_lognormal", "--n", "3000", "--eps", "100",
+    rows = ls.main(["--classes", "b_sincos", "b_lognormal", "--n", "3000", "--eps", "2",
                     "--params", "public", "--reps", "3", "--workers", "1", "--seed", "7",
                     "--out", str(tmp_path / "break.csv")])
     by = {r["cls"]: r for r in rows}
@@ -44,25 +45,29 @@ def test_level_stress_study_switches_set_and_restore(tmp_path):
     ls = _load("level_stress")
     key = (2, "full", 2, True)
     base = S._central_quotients(key).copy()
-    assert S._box(key) == S.SPLINE_RANGE
-    saved = ls.set_constants(S, ["TENSOR_BOX=2.0", "TENSOR_CENTRAL=3.0"])
+    assert S._box(key) == 2.0                   # stop 54's default
+    saved = ls.set_constants(S, ["TENSOR_BOX=None", "TENSOR_CENTRAL=3.0"])
     try:
-        assert S._box(key) == 2.0
+        assert S._box(key) == S.SPLINE_RANGE
         q = S._central_quotients(key)
         assert q.size == 9 * base.size        # three functions per column instead of one
-        # the central function's quotient counts only the rows inside [-2, 2]^2
-        assert 0.0 < q.max() < base.max()
+        # on [-4, 4]^2 the central function's quotient counts more rows than on [-2, 2]^2
+        assert q.max() > base.max() > 0.0
     finally:
         ls.set_constants(S, [f"{k}={v!r}" for k, v in saved.items()])
-    assert S.TENSOR_BOX is None and S.TENSOR_CENTRAL == 2.0 and S._box(key) == S.SPLINE_RANGE
+    assert S.TENSOR_BOX == 2.0 and S.TENSOR_CENTRAL == 2.0 and S._box(key) == 2.0
     assert np.array_equal(S._central_quotients(key), base)
     with pytest.raises(SystemExit, match="NOPE"):
         ls.set_constants(S, ["NOPE=1"])
-    rows = ls.main(["--tensor", "--set", "TENSOR_INTERVALS=(4,)", "--classes", "m_linear2",
+    rows = ls.main(["--set", "FULL_MAX_D=1", "--classes", "m_linear2",
+                    "--n", "3000", "--eps", "100", "--params", "public", "--reps", "2",
+                    "--workers", "1", "--seed", "3", "--out", str(tmp_path / "t.csv")])
+    assert rows[0]["reps"] == 2 and rows[0]["refused"] == 1.0    # before stop 54: refused
+    rows = ls.main(["--set", "TENSOR_INTERVALS=(4,)", "--classes", "m_linear2",
                     "--n", "3000", "--eps", "100", "--params", "public", "--reps", "2",
                     "--workers", "1", "--seed", "3", "--out", str(tmp_path / "t.csv")])
     assert rows[0]["reps"] == 2 and rows[0]["refused"] == 0.0    # the tensor fit answered
-    assert S.FULL_MAX_D == 1 and S.TENSOR_INTERVALS == (2, 4)
+    assert S.FULL_MAX_D == 2 and S.TENSOR_INTERVALS == (2, 4)
 
 
 def test_demo_oracle_bounds_the_diabetes_rows():

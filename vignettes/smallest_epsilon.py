@@ -18,7 +18,7 @@ import math
 from privci._spline import choose_design, smallest_epsilon
 
 NS = (500, 1000, 2000, 10_000, 100_000)
-CASES = ((1, "full"), (2, "additive"), (2, "linear"), (3, "additive"),
+CASES = ((1, "full"), (2, "full"), (2, "additive"), (2, "linear"), (3, "additive"),
          (3, "linear"), (5, "additive"), (5, "linear"))
 
 

@@ -289,8 +289,8 @@ def tighten_model(model, d):
     with two or more columns, whose window is STATED_BOUND_WIDTH times the released
     quantile (a clip that rare keeps an additive x nearly additive: true-additive nulls at
     n = 10^3 and 10^4 at most 0.045 of 200 at epsilon 1, 5 and 100, vignettes/README.md,
-    stop 53); not ``assume="linear"``, and not the full fit of two or more columns (which
-    the rule refuses).  Where it tightens is :func:`resolve_tighten`'s."""
+    stop 53); not ``assume="linear"``, and not the full fit of two columns (the tensor fit
+    of stop 54, whose level was measured with public windows).  Where it tightens is :func:`resolve_tighten`'s."""
     return (model == "full" and d == 1) or (model == "additive" and d > 1)
 
 

@@ -40,9 +40,10 @@ columns of x and y); the proofs are on the documentation's "Released regression"
    reference (``LINEAR_MARGIN``, :func:`_bind_probability`; the test
    fails safe there).  Where no split resolves even I = 4,
    the design is not resolvable: the **fail-safe** sets the p-value to 1 and the result
-   says why.  With two or more columns the design is never certified unless the user
-   states ``assume_additive=True``: the multilinear blocks fit only multilinear
-   interactions, and no nested check sees the others.
+   says why.  With two columns and no stated model the full fit is their tensor
+   product (since stop 54, on the box [-2, 2]^2, TENSOR_BOX, at the largest
+   resolvable fit share); with three or more the design is never certified unless the
+   user states a model (``assume="additive"`` or ``"linear"``).
 3. **Released fit** (:func:`release_fits`).  The rows are split by a data-independent
    partition into halves A and B.  On A the sufficient statistics of the regression
    of the scaled x on the rich basis, G_A = sum phi phi^T (upper triangle) and
@@ -229,28 +230,39 @@ def _bernstein_tensor(t, box, degree):
 
 
 MODELS = ("full", "additive", "linear")
-FULL_MAX_D = 1            # the full fit: one column.  The two-column tensor fit (kept, see
+FULL_MAX_D = 2            # the full fit: one column, or two by their tensor product (stop 54;
+#   1 before).  The two-column tensor fit (see
 #   TENSOR_INTERVALS) failed its level run (stop 39, n = 10^4, 300 null data sets per
 #   cell, seed 890000: z1 z2 in x and y at epsilon 1 rejected 0.130 [0.097, 0.173], a
 #   threshold interaction at epsilon 2 and 5 0.130 and 0.140): the eigenvalue floor
 #   shrinks the interaction's corner coefficients, and the nested fit, floored alike,
-#   does not see it (noise-free probe: mean statistic 1.53).  Until the check sees
-#   the floor's bias, two or more columns need a stated model.  Stop 54 tried it again
+#   does not see it (noise-free probe: mean statistic 1.53).  Stop 54 tried it again
 #   with today's allowance (unshrunk canonical directions) and with a box of [-2, 2]^2,
-#   more central functions asked to resolve, or 4 intervals only (TENSOR_BOX,
-#   TENSOR_CENTRAL, TENSOR_INTERVALS; 100 nulls per cell, n = 10^4, epsilon 1 to 100):
-#   every variant rejected some interaction null far above 0.05 (z1 He3(z2) at epsilon 2:
-#   0.79; |z1| z2 at 2: 0.72; z1 z2 at 20: 0.24), the bias sitting in directions below
-#   the Gram noise's edge, where the canonical fit is floored as the test fit is
-#   (vignettes/README.md, "Stop 54").
+#   more central functions asked to resolve, or 4 intervals only (100 nulls per cell,
+#   n = 10^4, epsilon 1 to 100): every variant alone rejected some interaction null far
+#   above 0.05 (z1 He3(z2) at epsilon 2: 0.79; |z1| z2 at 2: 0.72; z1 z2 at 20: 0.24),
+#   the bias sitting in directions below the Gram noise's edge, where the rich and
+#   canonical fits are floored as the test fit is.  The box with the largest share, the
+#   unlowered Gram and a lower rich floor (TENSOR_* below) held every cell: at most
+#   0.025 of 200 at n = 10^4, 0.015 at 10^3 (vignettes/README.md, "Stop 54").
 TENSOR_INTERVALS = (2, 4)  # the tensor fit's choices of test intervals per column (rich 4, 8)
-TENSOR_BOX = None         # study switch (stop 54): the tensor fit leaves out rows beyond
-#                           [-TENSOR_BOX, TENSOR_BOX]^2 (fit and test); None: SPLINE_RANGE
-TENSOR_CENTRAL = 2.0      # study switch (stop 54): the tensor fit's resolvability asks its
-#                           functions whose Greville abscissae are within this (at 2 the
-#                           2-interval basis has one such function per column, at 0).
-#                           Neither made the tensor fit keep its level: vignettes/README.md,
-#                           "Stop 54: the tensor fit tried again"
+TENSOR_BOX = 2.0          # the tensor fit leaves out rows beyond [-2, 2]^2 (fit and test;
+#                           None: SPLINE_RANGE): its corners' functions carry too few rows
+#                           to resolve, and the ridge's bias there was invisible to the check
+TENSOR_CENTRAL = 2.0      # the tensor fit's resolvability asks its functions whose Greville
+#                           abscissae are within this (3: never resolvable on the box)
+TENSOR_GP_SHRINK = 0.0    # the tensor fit's quadratic forms' Gram: eigenvalues not lowered
+#                           (GP_SHRINK for every other fit): lowered, the nested estimate
+#                           missed |z1| z2 at epsilon 2 (0.92 of 100 nulls rejected; 0.20
+#                           unlowered; with TENSOR_RICH_FLOOR 0.000)
+TENSOR_RICH_FLOOR = 0.25  # the tensor fit's rich fit: eigenvalue floor in units of lambda
+#                           (RICH_FLOOR for every other fit)
+TENSOR_BIAS_FIRST = True  # the tensor fit takes the largest resolvable fit share (bias first,
+#                           as the unchecked fits): at the power-optimal share (0.5 at n =
+#                           10^4, epsilon 2) the ridge's bias passed the check
+#                           The four switches above were chosen on pilot runs at n = 10^4
+#                           (stop 54, vignettes/README.md "Stop 54"); before them the tensor
+#                           fit rejected interaction nulls in up to 0.79 of data sets
 LINEAR_CHECK = 4          # the linear fit's check: cubic splines, 4 intervals per column
 LINEAR_RANGE = 2.0        # the unchecked linear fit: (1, t_1 / 2, ..., t_d / 2) on the box
 #                           [-2, 2]^d (rows beyond it left out of the fit and the test), which
@@ -416,6 +428,21 @@ def _box(key):
     if kind == "tensor" and TENSOR_BOX is not None:
         return float(TENSOR_BOX)
     return LINEAR_RANGE if kind == "lin" else SPLINE_RANGE
+
+
+def _tensor(key):
+    """Whether ``key`` is the two-column tensor fit (the full fit of two columns)."""
+    return key[1] == "full" and key[0] == 2
+
+
+def _gp_shrink(key):
+    """The quadratic forms' Gram shrink of ``key``'s fit (:func:`_weighted_gram`)."""
+    return TENSOR_GP_SHRINK if _tensor(key) else GP_SHRINK
+
+
+def _rich_floor(key):
+    """The rich fit's eigenvalue floor of ``key``'s fit, in units of lambda."""
+    return TENSOR_RICH_FLOOR if _tensor(key) else RICH_FLOOR
 
 
 def _rich_res(key):
@@ -908,7 +935,7 @@ def _predicted_as_tested(n, key, p, q, eps, fit_share, gram_share=GRAM_SHARE):
                             q)
     design = Design(d=key[0], intervals=key[2], model=key[1], eps_fit=eps_fit,
                     eps_test=eps - eps_fit, k=1, checked=key[3], gram_share=gram_share)
-    Gp = _weighted_gram(rx, ry)
+    Gp = _weighted_gram(rx, ry, shrink=_gp_shrink(key))
     Hx, Rx = _fit_operators(rx, design)
     Hy, Ry = _fit_operators(ry, design)
     bx, by = Hx @ rx.cross, Hy @ ry.cross
@@ -983,14 +1010,17 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
     critical value); else it is fitted unchecked (``checked`` False, and the
     result says the assumption was not checked).  ``certified`` is False where nothing is
     resolvable (or ``"full"`` with three or more columns): privgcm then refuses before
-    spending anything.
+    spending anything.  The full fit of two columns is their tensor product on the box
+    [-2, 2]^2 (``TENSOR_BOX``), at the largest resolvable fit share (stop 54).
 
     Examples
     --------
     >>> des = choose_design(10_000, 1, 1, 1, 7.0)
     >>> des.intervals in INTERVAL_CHOICES, des.certified, 0 < des.eps_fit < 7.0
     (True, True, True)
-    >>> choose_design(10_000, 2, 1, 1, 7.0).certified      # the full fit takes one column
+    >>> choose_design(10_000, 2, 1, 1, 7.0).certified      # two columns: a tensor product
+    True
+    >>> choose_design(1000, 2, 1, 1, 7.0).certified        # ... from n epsilon of about 10^4
     False
     >>> choose_design(10_000, 2, 1, 1, 7.0, model="additive").certified
     True
@@ -1071,7 +1101,7 @@ def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                 if _resolvable(n, key, f * epsilon, g):
                     cands.extend(options(key, f, g))
     certified = bool(cands)
-    if cands and not cands[0][6][3]:
+    if cands and (not cands[0][6][3] or (TENSOR_BIAS_FIRST and _tensor(cands[0][6]))):
         # bias first: without a check the ridge's shrinkage bias grows as the fit's share
         # falls (raw_units under "additive" at n = 10^4, epsilon 1 rejected 0.073 of 300
         # nulls at the power-optimal share 0.5, 0.040 at 0.8), so an unchecked fit gets
@@ -1786,8 +1816,8 @@ def _test_operator_uncached(rel, design):
 
 def _fit_operators(rel, design):
     """Linear maps b -> coefficients (rich coordinates) of the test and the rich fit."""
-    return _test_operator(rel, design), _floored_inverse(rel.gram, RICH_FLOOR * _lam(design,
-                                                                                      rel))
+    return _test_operator(rel, design), _floored_inverse(
+        rel.gram, _rich_floor(design.key) * _lam(design, rel))
 
 
 ADDITIVE_ALLOWANCE = True  # the unchecked additive fit (no interaction block) gets an allowance
@@ -1846,7 +1876,7 @@ def _shift_and_allowance(rel_x, rel_y, design, weight=1.0):
     (:func:`_has_allowance`).  Returns (V, B^2, estimate^2), arrays of shape
     (p_cols, q_cols).
     """
-    Gp = _weighted_gram(rel_x, rel_y, weight)
+    Gp = _weighted_gram(rel_x, rel_y, weight, _gp_shrink(design.key))
     Hx, Rx = _fit_operators(rel_x, design)
     Hy, Ry = _fit_operators(rel_y, design)
     bx, by = Hx @ rel_x.cross, Hy @ rel_y.cross
@@ -1895,7 +1925,7 @@ def _shift_draws(rel_x, rel_y, design, rs, pairs, draws=None):
         h.update(np.ascontiguousarray(rel.gram, dtype=np.float64).tobytes())
         h.update(np.ascontiguousarray(rel.cross, dtype=np.float64).tobytes())
     rng = np.random.default_rng(int.from_bytes(h.digest()[:16], "little"))
-    Gp = _weighted_gram(rel_x, rel_y)
+    Gp = _weighted_gram(rel_x, rel_y, shrink=_gp_shrink(design.key))
     px = rel_x.cross.shape[1]
     A = _insertion(design.key)
     P = _penalty(design.key)
@@ -1928,7 +1958,7 @@ def _shift_singular_values(rel_x, rel_y, design, rs, pairs):
     (C: :func:`_noise_cov`, H: the test fits' operators), so that sum lam^2 is the shift
     variance V of :func:`_shift_and_allowance` (post-processing of released values).
     ``pairs``: the (a, b) column pairs wanted; returns a list of arrays."""
-    Gp = _weighted_gram(rel_x, rel_y)
+    Gp = _weighted_gram(rel_x, rel_y, shrink=_gp_shrink(design.key))
     Hx, _ = _fit_operators(rel_x, design)
     Hy, _ = _fit_operators(rel_y, design)
     bx, by = Hx @ rel_x.cross, Hy @ rel_y.cross

@@ -368,12 +368,12 @@ class PrivateTestResult(_ReprMixin):
         if fc is not None:
             if fc.get("certified", True):
                 verdict = "certified"
-            elif not fc.get("resolvable", True) and fc.get("columns", 1) >= 2 \
+            elif not fc.get("resolvable", True) and fc.get("columns", 1) >= 3 \
                     and not _assumed(fc):
-                verdict = ("NOT certified: with two or more columns of z the released "
-                           "regression cannot certify their interactions (assume_additive="
-                           "True states that E[X | Z] and E[Y | Z] are additive), so the "
-                           "p-value is set to 1 (a fail-safe, not evidence)")
+                verdict = ("NOT certified: with three or more columns of z the released "
+                           "regression cannot certify their interactions (assume='additive' "
+                           "or 'linear' states a model), so the p-value is set to 1 (a "
+                           "fail-safe, not evidence)")
             elif not fc.get("resolvable", True):
                 verdict = ("NOT certified: at this n, epsilon and number of columns of z the "
                            "released regression cannot resolve the central directions, so "

@@ -10,8 +10,8 @@
 #' noisy sum with its released variance, as the public rule chooses; where the
 #' public rule cannot resolve the fit the p-value is 1 (the fail-safe, not
 #' evidence: the printed p-value line says so) and `fit_check` says why;
-#' with two or more columns of z that is always the case unless
-#' `assume = "additive"` (or `assume_additive = TRUE`) states an additive model.
+#' with three or more columns of z that is always the case unless `assume`
+#' states a model (two columns are fitted by their tensor product).
 #' `regression = "krr"` is Algorithm 1 of Kalemaj, Kasiviswanathan and Ramdas:
 #' kernel ridge regression with a ridge parameter fixed before seeing the data
 #' and Laplace noise, calibrated to the certified sensitivity, on every residual
@@ -315,9 +315,9 @@ print.privci_private_htest <- function(x, ...) {
   cat(strwrap(paste("guarantee:", x$guarantee), exdent = 2), sep = "\n")
   if (!is.null(x$fit_check)) {
     fc <- x$fit_check
-    verdict <- if (fc$certified) "certified" else if (!fc$resolvable && fc$columns >= 2 &&
-                                                     !fc$assume_additive)
-      "NOT certified: with two or more columns of z the released regression cannot certify their interactions (assume_additive = TRUE states that E[X | Z] and E[Y | Z] are additive); p-value set to 1 (a fail-safe, not evidence)" else if (!fc$resolvable)
+    verdict <- if (fc$certified) "certified" else if (!fc$resolvable && fc$columns >= 3 &&
+                                                     identical(fc$model, "full"))
+      "NOT certified: with three or more columns of z the released regression cannot certify their interactions (assume = \"additive\" or \"linear\" states a model); p-value set to 1 (a fail-safe, not evidence)" else if (!fc$resolvable)
       "NOT certified: the released regression cannot resolve z at this n, epsilon and number of columns; p-value set to 1 (a fail-safe, not evidence)" else if (isTRUE(fc$floor_binds))
       "NOT certified: the unchecked linear fit was shrunk (a released Gram matrix has an eigenvalue under its noise floor: correlated columns or few rows for this epsilon); p-value set to 1 (a fail-safe, not evidence)" else
       "NOT certified: the nested fits disagree (estimated regression bias large against the noise); p-value set to 1 (a fail-safe, not evidence)"
