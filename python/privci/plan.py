@@ -1434,6 +1434,7 @@ class ModelsPlan:
     recommended: object
 
     def __repr__(self):
+        from ._spline import FULL_MAX_D
         lines = [f"ModelsPlan(privgcm: n = {self.n}, epsilon = {self.epsilon:.4g}, "
                  f"{self.z_columns} column(s) of z; recommended: "
                  f"{_MODEL_NAMES.get(self.recommended, 'none resolves here')})"]
@@ -1443,7 +1444,7 @@ class ModelsPlan:
                 if r["smallest_epsilon"] is not None:
                     what += f" (resolves from epsilon {r['smallest_epsilon']:.2g})"
                 elif r["model"] == "full" and self.z_columns > 1:
-                    what += " (no full fit for several columns)"
+                    what += f" (no full fit beyond {FULL_MAX_D} columns)"
             else:
                 pw = "not modelled" if math.isnan(r["power"]) else f"power {r['power']:.3f}"
                 chk = "" if r["model"] == "full" else (
@@ -1457,7 +1458,7 @@ def plan_models(*, n, epsilon, effect, z_columns, **kwargs):
     """Which of privgcm's models resolves at (n, epsilon, columns of z), and the power of each.
 
     The ladder of models of the released regression: the full fit (no assumption; one
-    column of z), ``assume="additive"`` and ``assume="linear"`` (fewer coefficients, so
+    column of z, or two by their tensor product, whose power is not modelled: nan), ``assume="additive"`` and ``assume="linear"`` (fewer coefficients, so
     smaller n epsilon).  :func:`plan` is computed for each at the same n, epsilon and
     effect; public numbers only, nothing is spent.
 
