@@ -340,6 +340,35 @@ def test_columns_beyond_the_full_fit_are_refused_naming_the_models():
     assert res.fit_check["columns"] == 2 and "tensor product" in res.privacy.mechanism
 
 
+def test_tensor_fit_leaves_out_rows_beyond_its_box():
+    """Stop 54: the two-column tensor fit is fitted and tested on the rows inside
+    [-2, 2]^2 (TENSOR_BOX) only: changing x and y on the rows beyond it (a strong
+    dependence there) leaves the statistic, the p-value and the fit check bit for bit the
+    same (the partitions are by index, the windows and z's parameters public), while
+    changing one row inside moves them."""
+    assert S.TENSOR_BOX == 2.0
+    rng = np.random.default_rng(54)
+    n = 6000
+    z = rng.normal(size=(n, 2))
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    outside = np.any(np.abs(z) > 2.0, axis=1)
+    assert 0.05 < outside.mean() < 0.15
+    x2, y2 = x.copy(), y.copy()
+    x2[outside] = 3.0 * rng.normal(size=outside.sum())
+    y2[outside] = x2[outside]
+    kw = dict(epsilon=40.0, x_bound=4, y_bound=4, z_center=0.0, z_scale=1.0)
+    a = privci.privgcm(x, y, z, rng=7, **kw)
+    b = privci.privgcm(x2, y2, z, rng=7, **kw)
+    assert a.fit_check["model"] == "full" and a.fit_check["columns"] == 2
+    assert (a.statistic, a.pvalue) == (b.statistic, b.pvalue)
+    assert a.fit_check["variance_parts"] == b.fit_check["variance_parts"]
+    i = int(np.flatnonzero(~outside)[0])
+    x3 = x.copy()
+    x3[i] += 1.0
+    c = privci.privgcm(x3, y, z, rng=7, **kw)
+    assert c.statistic != a.statistic
+
+
 def test_release_accounting_and_record(tensor_fit):
     d = simulate.paper_data(6000, d=2, s=2, rng=1)
     res = privci.privgcm(d.x, d.y, d.z, epsilon=2.0, x_bound=d.x_bound, y_bound=d.y_bound,

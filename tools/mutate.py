@@ -320,6 +320,10 @@ MUTANTS = [
            r'available = not \(model_ == "full" and d > FULL_MAX_D\)', "available = True",
            "spline rule: a full fit offered for three or more columns (interactions of three "
            "columns that no basis holds)", 1, False, ("tests/test_spline.py",)),
+    Mutant("tensor-box-wide", "_spline.py", r"^TENSOR_BOX = 2\.0 ", "TENSOR_BOX = None ",
+           "spline rule (stop 54): the two-column tensor fit on [-4, 4]^2, its corners' "
+           "unresolvable functions kept", 1, False,
+           ("tests/test_spline.py::test_tensor_fit_leaves_out_rows_beyond_its_box",)),
     Mutant("spline-box-ignored", "_source.py",
            r"_kernels.rows_outside\(zb, S.SPLINE_RANGE if box is None else float\(box\), "
            r"flags\)",
