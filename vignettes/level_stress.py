@@ -533,8 +533,9 @@ def main(argv=None):
     ap.add_argument("--tighten", choices=["auto", "true", "false"], default=None,
                     help="privgcm's tighten (default: privgcm's own default, 'auto')")
     ap.add_argument("--tensor", action="store_true",
-                    help="turn on the two-column tensor fit (privci._spline.FULL_MAX_D = 2; "
-                         "off in the package since stop 39) for designs without --assume")
+                    help="turn on the two-column tensor fit (privci._spline.FULL_MAX_D = 2: "
+                         "off from stop 39 to 53, the default since stop 54, so a no-op now; "
+                         "--set FULL_MAX_D=1 gives the refusal of stops 39-53)")
     ap.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
                     help="study switches: set constants of privci._spline (a Python literal "
                          "each, e.g. TENSOR_BOX=2.0 TENSOR_INTERVALS='(4,)'; stop 54's tried "
