@@ -259,10 +259,10 @@ TENSOR_RICH_FLOOR = 0.25  # the tensor fit's rich fit: eigenvalue floor in units
 #                           (RICH_FLOOR for every other fit)
 TENSOR_BIAS_FIRST = True  # the tensor fit takes the largest resolvable fit share (bias first,
 #                           as the unchecked fits): at the power-optimal share (0.5 at n =
-#                           10^4, epsilon 2) the ridge's bias passed the check
-#                           The four switches above were chosen on pilot runs at n = 10^4
-#                           (stop 54, vignettes/README.md "Stop 54"); before them the tensor
-#                           fit rejected interaction nulls in up to 0.79 of data sets
+#                           10^4, epsilon 2) the ridge's bias passed the check.
+#   TENSOR_BOX, TENSOR_GP_SHRINK, TENSOR_RICH_FLOOR and TENSOR_BIAS_FIRST were chosen on
+#   pilot runs at n = 10^4 (stop 54, vignettes/README.md "Stop 54"); before them the
+#   tensor fit rejected interaction nulls in up to 0.79 of data sets
 LINEAR_CHECK = 4          # the linear fit's check: cubic splines, 4 intervals per column
 LINEAR_RANGE = 2.0        # the unchecked linear fit: (1, t_1 / 2, ..., t_d / 2) on the box
 #                           [-2, 2]^d (rows beyond it left out of the fit and the test), which
@@ -1041,14 +1041,22 @@ def choose_design(n, d, p, q, epsilon, k=None, model="full", assume_additive=Fal
                           bool(LINEAR_MARGIN), float(LINEAR_POWER_TARGET),
                           bool(ADDITIVE_ALLOWANCE),
                           None if ADDITIVE_MIN_SHARE is None else float(ADDITIVE_MIN_SHARE),
-                          None if COARSE_INTERVALS is None else int(COARSE_INTERVALS))
+                          None if COARSE_INTERVALS is None else int(COARSE_INTERVALS),
+                          _tensor_rules())
+
+
+def _tensor_rules():
+    """The tensor fit's constants, as a cache key (studies may change them)."""
+    return (FULL_MAX_D, TENSOR_INTERVALS, TENSOR_BOX, TENSOR_CENTRAL, TENSOR_GP_SHRINK,
+            TENSOR_RICH_FLOOR, bool(TENSOR_BIAS_FIRST))
 
 
 @lru_cache(maxsize=256)
 def _choose_design(n, d, p, q, epsilon, k, model, fit_shares, gram_shares,
                    interval_choices, cert_rho, res_tol=0.1, rich_floor=1.0, ucb_z=2.0,
                    linear_free_rho=None, linear_margin=False, power_target=0.8,
-                   additive_allowance=True, additive_min_share=None, coarse=None):
+                   additive_allowance=True, additive_min_share=None, coarse=None,
+                   tensor_rules=None):
     # the choice sets and constants are arguments so that the cache follows studies that
     # change the module's constants (_resolvable reads CERT_RHO itself)
     model_ = "full" if (model == "additive" and d == 1) else model
@@ -1183,13 +1191,14 @@ def _resolves(n, d, epsilon, model):
     :func:`smallest_epsilon` and :func:`smallest_n` call this hundreds of times; cached,
     keyed by the constants it reads, so that studies may vary them)."""
     return _resolves_cached(int(n), int(d), float(epsilon), str(model), tuple(FIT_SHARES),
-                            tuple(GRAM_SHARES), float(CERT_RHO), float(CERT_RHO_LINEAR),
+                            tuple(GRAM_SHARES), _tensor_rules(), float(CERT_RHO),
+                            float(CERT_RHO_LINEAR),
                             float(CERT_RHO_LINEAR_UNCHECKED),
                             -1 if COARSE_INTERVALS is None else int(COARSE_INTERVALS))
 
 
 @lru_cache(maxsize=65536)
-def _resolves_cached(n, d, epsilon, model, fit_shares, gram_shares, *rhos):
+def _resolves_cached(n, d, epsilon, model, fit_shares, gram_shares, tensor_rules, *rhos):
     model_ = "full" if (model == "additive" and d == 1) else model
     if model_ == "full" and d > FULL_MAX_D:
         return False
