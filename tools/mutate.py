@@ -324,6 +324,12 @@ MUTANTS = [
            "spline rule (stop 54): the two-column tensor fit on [-4, 4]^2, its corners' "
            "unresolvable functions kept", 1, False,
            ("tests/test_spline.py::test_tensor_fit_leaves_out_rows_beyond_its_box",)),
+    Mutant("quad-rule-largest", "_spline.py", r'^QUAD_RULE_ALL = \("additive",\) ',
+           "QUAD_RULE_ALL = False ",
+           "spline rule (stop 55): the additive check claimed where only its largest "
+           "interaction contrast is resolved (z1^2 z2^2 shrunk away)", 1, False,
+           ("tests/test_vignette_level_break.py::"
+            "test_a_checked_additive_result_holds_a_bump_interaction_null",)),
     Mutant("spline-box-ignored", "_source.py",
            r"_kernels.rows_outside\(zb, S.SPLINE_RANGE if box is None else float\(box\), "
            r"flags\)",
