@@ -362,9 +362,33 @@ TENSOR_HELDOUT = {"h2_max": _h2_max, "h2_bump": _h2_bump, "h2_zsin": _h2_zsin,
                   "h2_corr_prod": _h2_corr_prod, "h2_tanh_prod": _h2_tanh_prod}
 
 
+# Stop 55: three-column interactions for the additive check's rule (written after the
+# rule was chosen on two columns; pass them with --classes): a bump in all three columns
+# (with linear terms), a bump in two of three, a product of two quadratics.
+def _h3_bump(n, rng, beta):
+    z = rng.normal(size=(n, 3))
+    f = 2 * np.exp(-(z ** 2).sum(axis=1) / 2)
+    return z, f + 0.3 * z[:, 0], f - 0.3 * z[:, 1], None
+
+
+def _h3_bump2(n, rng, beta):
+    z = rng.normal(size=(n, 3))
+    f = np.exp(-(z[:, 0] ** 2 + z[:, 1] ** 2))
+    return z, f + 0.3 * z[:, 2], f - 0.3 * z[:, 2], None
+
+
+def _h3_sq(n, rng, beta):
+    z = rng.normal(size=(n, 3))
+    f = (z[:, 0] ** 2 - 1) * (z[:, 1] ** 2 - 1) / 2 + z[:, 2]
+    return z, f, f + 0.3 * z[:, 0], None
+
+
+THREE_HELDOUT = {"h3_bump": _h3_bump, "h3_bump2": _h3_bump2, "h3_sq": _h3_sq}
+
+
 def draw(cls, n, rng, beta=0.0):
     z, fx, fy, extra = {**CLASSES, **HELDOUT, **BREAK31, **BREAK49, **MULTI,
-                        **TENSOR_HELDOUT}[cls](n, rng, beta)
+                        **TENSOR_HELDOUT, **THREE_HELDOUT}[cls](n, rng, beta)
     ex = rng.normal(size=n)
     ey = rng.normal(size=n)
     if extra == "binary_x":
