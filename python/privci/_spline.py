@@ -885,8 +885,7 @@ def _least_kept(n, key, eps_fit, gram_share):
     public reference Gram of z ~ N(0, I)): what :func:`_resolvable` compares."""
     m = max(n // 2, 1)
     lam = _lambda(n, key, eps_fit, gram_share)
-    r = m * _central_quotients(key)
-    rho = r / (r + lam)
+    rho = _kept(n, key, eps_fit, gram_share)
     floor_only = key[1] == "linear"
     if floor_only and _blocks(key)[0][0] != "lin":
         # the checked linear fit's own directions against its floor (:func:`_test_floor`)
