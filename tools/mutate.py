@@ -324,12 +324,25 @@ MUTANTS = [
            "spline rule (stop 54): the two-column tensor fit on [-4, 4]^2, its corners' "
            "unresolvable functions kept", 1, False,
            ("tests/test_spline.py::test_tensor_fit_leaves_out_rows_beyond_its_box",)),
-    Mutant("quad-rule-largest", "_spline.py", r'^QUAD_RULE_ALL = \("additive",\) ',
+    Mutant("quad-rule-largest", "_spline.py", r'^QUAD_RULE_ALL = \("additive", "linear"\) ',
            "QUAD_RULE_ALL = False ",
            "spline rule (stop 55): the additive check claimed where only its largest "
            "interaction contrast is resolved (z1^2 z2^2 shrunk away)", 1, False,
            ("tests/test_vignette_level_break.py::"
             "test_a_checked_additive_result_holds_a_bump_interaction_null",)),
+    Mutant("certify-lcb-off", "_spline.py", r"^CERTIFY_LCB = 1\.0 ", "CERTIFY_LCB = 0.0 ",
+           "fit check (stop 56): the fail-safe reads the debiased estimate itself, not the "
+           "estimate less one noise sd (true linear designs fail safe in 0.16)", 1, False,
+           ("tests/test_spline.py::test_tensor_fit_does_not_fail_safe_on_its_own_noise",)),
+    Mutant("certify-never", "_spline.py", r"    if not CERTIFY_LCB:\n        return est2",
+           "    return np.zeros_like(est2)",
+           "fit check (stop 56): the fail-safe never fires (an evidence of 0)", 1, False,
+           ("tests/test_spline.py::test_a_false_stated_model_is_caught_where_it_is_checked",)),
+    Mutant("quad-rule-linear-largest", "_spline.py",
+           r'^QUAD_RULE_ALL = \("additive", "linear"\) ', 'QUAD_RULE_ALL = ("additive",) ',
+           "spline rule (stop 56): the linear model's quadratic check claimed where only "
+           "its largest interaction contrast is resolved", 1, False,
+           ("tests/test_spline.py::test_linear_quadratic_check_asks_every_contrast",)),
     Mutant("spline-box-ignored", "_source.py",
            r"_kernels.rows_outside\(zb, S.SPLINE_RANGE if box is None else float\(box\), "
            r"flags\)",
