@@ -249,15 +249,11 @@ def test_spline_checked_linear_fit_holds_a_cubic_interaction_null_at_epsilon_5()
     the level rests on the assumption); from epsilon 6 the polynomial check holds it
     (``test_spline.py::test_linear_quadratic_check_asks_every_contrast``).  Three data
     sets: each must say so."""
-    import warnings
     import privci
+    ls = _load("level_stress")
     for seed in range(3):
         rng = np.random.default_rng(4530000 + seed)
-        n = 10_000
-        z = rng.normal(size=(n, 2))
-        f = z[:, 0] * (z[:, 1] ** 3 - 3 * z[:, 1]) / 3
-        x = f + 0.5 * z[:, 1] + rng.normal(size=n)
-        y = f - 0.5 * z[:, 0] + rng.normal(size=n)
+        x, y, z, _, _ = ls.draw("m_herm13", 10_000, rng)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = privci.privgcm(x, y, z, epsilon=5.0, x_bound=12.0, y_bound=12.0,
