@@ -2172,8 +2172,9 @@ def spline_test(released, rel_x, rel_y, design, mode, residual_scale=None):
         samp_var = block_var
     var = block_var + np.maximum(shift2, 0.0) + allow2
     share = float(np.max(np.where(var > 0, allow2 / np.where(var > 0, var, 1.0), 0.0)))
-    # certified: the nested fits' (debiased) estimate of the bias is small against the
-    # statistic's sd; the allowance's noise part is there in any case
+    # certified: the nested fits' (debiased) estimate of the bias, less one of its noise
+    # sds (_evidence), is small against the statistic's sd; the allowance's noise part is
+    # there in any case
     noise_var = block_var + np.maximum(shift2, 0.0)
     evidence = float(np.max(np.where(noise_var > 0, _evidence(est2, allow2)
                                      / np.where(noise_var > 0, noise_var, 1.0), 0.0)))

@@ -372,8 +372,9 @@ def _spline_power(n, epsilon, rho, sigma, d, model, auto, ranges, alpha, mode, n
     released fit (so the products' mean is n' rho s_x s_y and their sampling variance
     n' sigma^2 (s_x s_y)^2, n' the rows inside the fit's box, ``Design.inside_share``), its
     shift V and allowance B^2 (in the products' units), and the fit check (the fail-safe
-    p = 1 where the allowance's estimate exceeds ``CERTIFY_SHARE`` of the block and shift
-    variance, or where the unchecked linear fit's floor binds).  k = 1: S ~ N(mu, samp + V) plus
+    p = 1 where the allowance's estimate, less ``CERTIFY_LCB`` of its noise sds
+    (:func:`privci._spline._evidence`), squared, exceeds ``CERTIFY_SHARE`` of the block and
+    shift variance, or where the unchecked linear fit's floor binds).  k = 1: S ~ N(mu, samp + V) plus
     Laplace(b_S), compared with the normal-Laplace critical value of the variance the test
     uses, max(Q + Laplace(b_Q), 0) + b_Q + V' + B^2 (V' the second moment of the shift's
     law as the test takes it, at least V; Q = n' (sigma^2 + rho^2) (s_x s_y)^2 the
