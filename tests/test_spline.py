@@ -213,10 +213,122 @@ def test_unreleased_gram_entries_are_zero_for_every_row(key):
         t[:grid.size, 0] = grid
         t[:grid.size, 1] = grid[::-1]
     phi = des.features(t)
+    # rows beyond the fit's box are left out of every sum (NaN counts as inside); the
+    # features that are zero on every kept row are dead (stop 57: S._live)
+    tt = np.nan_to_num(t, nan=0.0)
+    phi[np.any(np.abs(tt) > des.box, axis=1)] = 0.0
     nz = (phi.T != 0).astype(float) @ (phi != 0).astype(float) > 0
     assert not np.any(nz & ~pat)                 # every non-zero entry is in the pattern
     if key[1] != "linear":
         assert not pat.all()                     # and the pattern has zeros to save
+
+
+@pytest.mark.parametrize("intervals", [2, 4])
+def test_dead_tensor_features_are_zero_on_every_kept_row(intervals):
+    """Stop 57: the tensor fit's dead features (``S._live`` False: support beyond the box
+    [-2, 2] in some column) are zero on every row that enters a sum, through the
+    package's own pass 1 (the fused kernels and the numpy path, with the rows beyond the
+    box left out as privgcm leaves them) on adversarial z: the box edges, every knot,
+    beyond the box, NaN, +-inf and the largest floats.  So their Gram rows and columns and
+    their cross-products are zero for every data set, and releasing them as exact zeros
+    reveals nothing.  Every live feature is non-zero on some kept row (the rule does not
+    drop a feature that carries data)."""
+    from privci._source import _inside
+    des = _design(2, intervals)
+    assert S._tensor(des.key) and des.box == 2.0
+    live = S._live(des.key)
+    assert 0 < live.sum() < live.size
+    kn = np.unique(S._knots(des.rich_intervals))
+    grid = np.unique(np.r_[np.linspace(-4.5, 4.5, 361), kn, kn + 1e-9, kn - 1e-9, 2.0, -2.0,
+                           np.nextafter(2.0, 3.0), np.nextafter(-2.0, -3.0), EXTREMES])
+    rng = np.random.default_rng(57)
+    t = np.column_stack([rng.choice(grid, 40_000), rng.choice(grid, 40_000)])
+    t[:grid.size, 0] = grid
+    t[:grid.size, 1] = grid[::-1]
+    t = np.r_[t, np.array(np.meshgrid(np.linspace(-2, 2, 81), np.linspace(-2, 2, 81))).reshape(2, -1).T]
+    U = np.clip(rng.normal(size=(t.shape[0], 2)), -1, 1)
+    half = rng.uniform(size=t.shape[0]) < 0.5
+    keep = _inside(np.ascontiguousarray(t), des.box)
+    assert 0 < keep.sum() < keep.size
+    iu = np.triu_indices(des.n_features())
+    for fast in (False, True):
+        if fast:
+            group = np.where(half, 0, 1).astype(np.int64)
+            stats = S._stats_rows(np.ascontiguousarray(t), U[:, :1].copy(), U[:, 1:].copy(),
+                                  0.0, 1.0, 0.0, 1.0, group, des, left_out=True)
+        else:
+            stats = S.partition_stats(t, U, half, des, 1, keep=keep)
+        for g_up, b in ((stats[0], stats[1]), (stats[2], stats[3])):
+            G = np.zeros((des.n_features(),) * 2, np.int64)
+            G[iu] = g_up
+            G = G + np.triu(G, 1).T
+            assert not np.any(G[~live]) and not np.any(G[:, ~live]), fast
+            assert not np.any(b[~live]), fast
+            assert np.all(np.diag(G)[live] > 0), fast     # every live feature carries data
+
+
+def test_fused_passes_leave_out_the_tensor_box_as_the_numpy_passes():
+    """Stop 57: the fused kernels (privgcm's passes above NUMPY_ROWS rows per partition,
+    called with the left-out group as :mod:`privci._source` calls them) leave out the rows
+    beyond the tensor fit's box [-2, 2]^2, as the numpy passes do: before, they left out
+    only the rows beyond 4, and the statistic at n = 80000 differed between the paths.
+    Pass 1 and pass 2 agree exactly on rows spread over [-4.5, 4.5]^2 (NaN and infinities
+    among them)."""
+    from privci._source import _inside
+    des = _design(2, 2)
+    rng = np.random.default_rng(11)
+    m = 3000
+    t = rng.uniform(-4.5, 4.5, size=(m, 2))
+    t[:len(EXTREMES), 0] = EXTREMES
+    t[len(EXTREMES):2 * len(EXTREMES), 1] = EXTREMES
+    x, y = rng.uniform(-1.2, 1.2, size=(2, m, 1))
+    half = rng.uniform(size=m) < 0.5
+    keep = _inside(np.ascontiguousarray(t), des.box)
+    assert 0.2 < keep.mean() < 0.8
+    U = np.clip(np.c_[x, y], -1.0, 1.0)
+    slow = S.partition_stats(t, U, half, des, 1, keep=keep)
+    fast = S._stats_rows(np.ascontiguousarray(t), x, y, 0.0, 1.0, 0.0, 1.0,
+                         np.where(half, 0, 1).astype(np.int64), des, left_out=True)
+    for a, b in zip(slow, fast):
+        np.testing.assert_array_equal(a, b)
+    pr = des.n_features()
+    cx, cy = rng.uniform(-0.3, 0.3, size=(2, pr, 1))
+    k = 5
+    labels = rng.integers(0, k, size=m).astype(np.int64)
+    slow2 = S.partition_block_sums(t, U, labels, des, cx, cy, 1, k, keep=keep)
+    fast2 = S._sums_rows(np.ascontiguousarray(t), x, y, 0.0, 1.0, 0.0, 1.0, labels, des,
+                         cx, cy, k, left_out=True)
+    np.testing.assert_array_equal(slow2, fast2)
+
+
+def test_release_keeps_dead_features_exact_and_live_ones_noisy():
+    """Stop 57: the released Gram entries and cross-products of dead features are exact
+    zeros (the release's public ``noise_map`` and ``cross_map`` say so) and every live
+    entry carries the mechanism's noise; the cross-products' sensitivity and epsilon are
+    those of the live block alone (the bound of Lemma 3 holds for any subset of entries)."""
+    des = _design(2, 2)
+    live = S._live(des.key)
+    pr = des.n_features()
+    iu = np.triu_indices(pr)
+    rng = np.random.default_rng(3)
+    t = rng.uniform(-2, 2, size=(4000, 2))
+    U = np.clip(rng.normal(size=(4000, 2)), -1, 1)
+    half = np.arange(4000) % 2 == 0
+    stats = S.partition_stats(t, U, half, des, 1)
+    rel_x, rel_y = S.release_fits(stats, (2000, 2000), des, np.random.default_rng(5))
+    for rel, g_up, b in ((rel_x, stats[0], stats[1]), (rel_y, stats[2], stats[3])):
+        np.testing.assert_array_equal(rel.cross_map, live.astype(float))
+        assert rel.floor_rows == S._floor_rows(des.key) > S._pattern_rows(des.key)
+        assert np.all(rel.cross[~live] == 0.0) and np.all(rel.gram[~live] == 0.0)
+        exact_b = S._to_float(b)
+        assert np.all(rel.cross[live] != exact_b[live])          # noisy, every live entry
+        G = np.zeros((pr, pr))
+        G[iu] = S._to_float(g_up)
+        G = G + np.triu(G, 1).T
+        pat = S._gram_pattern(des.key)
+        assert np.all(rel.gram[pat] != G[pat]) and np.all(rel.gram[~pat] == 0.0)
+        np.testing.assert_array_equal(rel.noise_map, pat.astype(float))
+        assert rel.cross_sensitivity == S.cross_sensitivity(des.n_blocks, 1)
 
 
 @pytest.mark.parametrize("d, model", [(1, None), (2, None), (4, None), (3, "linear"),

@@ -343,6 +343,25 @@ MUTANTS = [
            "spline rule (stop 56): the linear model's quadratic check claimed where only "
            "its largest interaction contrast is resolved", 1, False,
            ("tests/test_spline.py::test_linear_quadratic_check_asks_every_contrast",)),
+    Mutant("tensor-box-fused-off", "_spline.py",
+           r"    if box >= SPLINE_RANGE:\n        return labels",
+           "    return labels",
+           "spline passes (stop 57): the fused kernels leave out only the rows beyond 4, not "
+           "the tensor fit's box [-2, 2]^2", 1, False,
+           ("tests/test_spline.py::"
+            "test_fused_passes_leave_out_the_tensor_box_as_the_numpy_passes",)),
+    Mutant("live-rule-kills-live", "_spline.py",
+           r"    return _live_at\(key, _box\(key\), bool\(TENSOR_LIVE\)\)",
+           "    return _live_at(key, _box(key) / 3.0, bool(TENSOR_LIVE))",
+           "spline release (stop 57): features that carry data declared dead (released as "
+           "exact zeros)", 1, False,
+           ("tests/test_spline.py::test_dead_tensor_features_are_zero_on_every_kept_row",)),
+    Mutant("live-cross-exact", "_spline.py",
+           r"    bn\[live\] = b_live",
+           "    bn[live] = _to_float(np.asarray(b_int)[live])",
+           "spline release (stop 57): the live cross-products released without their noise",
+           1, False,
+           ("tests/test_spline.py::test_release_keeps_dead_features_exact_and_live_ones_noisy",)),
     Mutant("spline-box-ignored", "_source.py",
            r"_kernels.rows_outside\(zb, S.SPLINE_RANGE if box is None else float\(box\), "
            r"flags\)",

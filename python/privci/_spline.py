@@ -263,6 +263,11 @@ TENSOR_GP_SHRINK = 0.0    # the tensor fit's quadratic forms' Gram: eigenvalues 
 #                           unlowered; with TENSOR_RICH_FLOOR 0.000)
 TENSOR_RICH_FLOOR = 0.25  # the tensor fit's rich fit: eigenvalue floor in units of lambda
 #                           (RICH_FLOOR for every other fit)
+TENSOR_LIVE = True        # stop 57: a feature whose support misses the box (zero on every kept
+#                           row of every data set: the outermost spline of each column of
+#                           the tensor fit) is released as an exact, public zero (its Gram
+#                           row and column and its cross-product), not as Laplace noise that
+#                           the fit then has to floor; False: every feature released noisy
 TENSOR_BIAS_FIRST = True  # the tensor fit takes the largest resolvable fit share (bias first,
 #                           as the unchecked fits): at the power-optimal share (0.5 at n =
 #                           10^4, epsilon 2) the ridge's bias passed the check.
@@ -615,8 +620,45 @@ def _feature_supports(key):
     return np.array(lo), np.array(hi)
 
 
+def _live(key):
+    """The rich features that can be non-zero on a kept row: (p_rich,) bool, public.
+
+    Rows with some |t_j| beyond the box (:func:`_box`) are left out of the fit and the
+    test, so a feature whose closed support misses [-box, box] in some column is exactly 0
+    on every row that enters any sum, for every data set: its Gram row and column and its
+    cross-products are public zeros (``TENSOR_LIVE``, stop 57: for the tensor fit the
+    outermost spline of each column, support [-4, -3] or [3, 4] against the box [-2, 2]).
+    Every feature is live where ``TENSOR_LIVE`` is off.  Read-only.
+
+    Examples
+    --------
+    >>> key = (2, "full", 2, True)                   # the tensor fit, 2 test intervals
+    >>> int(_live(key).sum()), _live(key).size       # rich: 7 of 9 splines per column live
+    (49, 81)
+    >>> bool(_live((1, "full", 4, True)).all())      # one column: no box, all live
+    True
+    """
+    return _live_at(key, _box(key), bool(TENSOR_LIVE))
+
+
 @lru_cache(maxsize=64)
+def _live_at(key, box, rule):
+    lo, hi = _feature_supports(key)
+    live = np.ones(lo.shape[0], dtype=bool)
+    if rule:
+        live = np.all((hi >= -box) & (lo <= box), axis=1)
+    live.setflags(write=False)
+    return live
+
+
 def _gram_pattern(key):
+    """The rich basis' possibly non-zero Gram entries (:func:`_gram_pattern_at`, with the
+    live features of :func:`_live`)."""
+    return _gram_pattern_at(key, _box(key), bool(TENSOR_LIVE))
+
+
+@lru_cache(maxsize=64)
+def _gram_pattern_at(key, box, rule):
     """The rich basis' possibly non-zero Gram entries: (p_rich, p_rich) bool, public.
 
     A cubic B-spline of column j is non-zero only on the open interval (kv[l], kv[l + 4])
@@ -637,6 +679,8 @@ def _gram_pattern(key):
     lo, hi = _feature_supports(key)
     meet = np.all((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :]),
                   axis=2)
+    live = _live_at(key, box, rule)
+    meet = meet & live[:, None] & live[None, :]     # stop 57: dead features are public zeros
     meet.setflags(write=False)
     return meet
 
@@ -645,6 +689,18 @@ def _pattern_rows(key):
     """The largest number of possibly non-zero entries in a row of the rich Gram matrix
     (the noise edge is about sqrt of it times the entries' noise scale)."""
     return int(np.max(np.sum(_gram_pattern(key), axis=1)))
+
+
+def _floor_rows(key):
+    """The row count the floors and ridges are scaled by (lambda = the Gram noise's scale
+    times its square root): the largest number of entries in a row of the rich Gram whose
+    supports meet, dead features (:func:`_live`) included.  Releasing the dead features
+    exactly removes their noise but leaves the floors where they were calibrated (stop 54);
+    scaled by the live count instead (7 for 9 at 2 test intervals), the tensor fit's floors
+    fell and its nested estimate's noise grew: two linear columns at n = 10^4, epsilon 10,
+    effect 0.15 rejected in 0.175 of 40 (0.925 with this count, 0.675 with every feature
+    released noisy; stop 57).  Equal to :func:`_pattern_rows` for every fit without a box."""
+    return int(np.max(np.sum(_gram_pattern_at(key, _box(key), False), axis=1)))
 
 
 def _insertion1(coarse, fine):
@@ -873,7 +929,7 @@ def _lambda(n, key, eps_fit, gram_share):
     """The ridge / eigenvalue floor lambda = (Gram noise scale) sqrt(the largest number of
     noisy entries in a row of the rich Gram matrix)."""
     s = _n_blocks_key(key)
-    return gram_sensitivity(s) / (gram_share * eps_fit) * math.sqrt(_pattern_rows(key))
+    return gram_sensitivity(s) / (gram_share * eps_fit) * math.sqrt(_floor_rows(key))
 
 
 def _resolvable(n, key, eps_fit, gram_share):
@@ -918,8 +974,13 @@ def _least_kept(n, key, eps_fit, gram_share):
 REFERENCE_INTERVALS = 8   # the rule predicts finer bases' noise at this resolution
 
 
-@lru_cache(maxsize=4096)
 def _reference_release(m, key, sg, sb, cols):
+    """:func:`_reference_release_at` under the live-feature rule in force (a cache key)."""
+    return _reference_release_at(m, key, sg, sb, cols, bool(TENSOR_LIVE))
+
+
+@lru_cache(maxsize=4096)
+def _reference_release_at(m, key, sg, sb, cols, live_rule):
     """A public stand-in for one half's release: the reference Gram of m rows of z ~ N(0, I),
     the cross-products of a reference function of size BETA_REF (constant coefficients:
     the B-splines sum to one), the noise scales sg (Gram) and sb (cross-products) and the
@@ -929,7 +990,8 @@ def _reference_release(m, key, sg, sb, cols):
     return FitRelease(gram=G, cross=G @ beta, gram_scale=sg, cross_scale=sb,
                       gram_sensitivity=0.0, cross_sensitivity=0.0, gram_epsilon=0.0,
                       cross_epsilon=0.0, hardened=False, mechanism="reference", rows=m,
-                      noise_map=_gram_pattern(key).astype(np.float64))
+                      noise_map=_gram_pattern(key).astype(np.float64),
+                      cross_map=_live(key).astype(np.float64), floor_rows=_floor_rows(key))
 
 
 @lru_cache(maxsize=4096)
@@ -941,7 +1003,7 @@ def _bind_probability(n, key, eps_fit, gram_share):
     m = max(n // 2, 1)
     G = m * _reference(key)
     sg = gram_sensitivity(_n_blocks_key(key)) / (gram_share * eps_fit)
-    lam = _test_floor(key, sg * math.sqrt(_pattern_rows(key)))
+    lam = _test_floor(key, sg * math.sqrt(_floor_rows(key)))
     iu = np.triu_indices(G.shape[0])
     tri = _gram_pattern(key)[iu]
     rng = np.random.default_rng(20261128)
@@ -1098,7 +1160,7 @@ def _tensor_rules():
     """The tensor fit's constants and the checks' rules, as a cache key (studies may
     change them)."""
     return (FULL_MAX_D, TENSOR_INTERVALS, TENSOR_BOX, TENSOR_CENTRAL, TENSOR_GP_SHRINK,
-            TENSOR_RICH_FLOOR, bool(TENSOR_BIAS_FIRST), CERT_RHO_CHECK,
+            TENSOR_RICH_FLOOR, bool(TENSOR_BIAS_FIRST), bool(TENSOR_LIVE), CERT_RHO_CHECK,
             QUAD_RULE_ALL if isinstance(QUAD_RULE_ALL, bool) else tuple(QUAD_RULE_ALL))
 
 
@@ -1465,6 +1527,25 @@ def partition_stats(t, U, half, design, p, keep=None):
     return tuple(acc)
 
 
+def _box_labels(t, design, labels, out):
+    """``labels`` with the rows beyond the design's box set to ``out`` where that box is
+    smaller than the kernels' clip box [-SPLINE_RANGE, SPLINE_RANGE] (the tensor fit's
+    [-2, 2]^2; NaN counts as inside, as everywhere); else ``labels`` itself.  Stop 57:
+    before it the fused passes (n above NUMPY_ROWS per partition) left out only the rows
+    beyond 4, so the tensor fit at n > 32768 used the rows between 2 and 4 that the numpy
+    passes, the rule and the documentation leave out (the statistic at n = 80000 differed
+    between the two paths).  Every row is evaluated the same way."""
+    box = float(design.box)
+    if box >= SPLINE_RANGE:
+        return labels
+    from . import _kernels
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    flags = np.zeros(t.shape[0], dtype=np.uint8)
+    if t.shape[0]:
+        _kernels.rows_outside(t, box, flags)
+    return np.where(flags != 0, np.int64(out), np.asarray(labels, dtype=np.int64))
+
+
 def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     """:func:`partition_stats` of a design the kernels have, from the raw x, y columns, in
     one fused pass (:func:`privci._basis_kernels.accumulate`): u = clip((x - xc) / xb, -1,
@@ -1476,6 +1557,8 @@ def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
     spec, keep = _kernel_spec(design.key)
     p = x.shape[1]
     q = y.shape[1]
+    if left_out:
+        group = _box_labels(t, design, group, 2)
     ucols = ((0, p), (p, p + q)) + (((0, 0),) if left_out else ())
     G, B = accumulate(t, x, y, 0.0, 1.0, xc, xb, yc, yb, spec, group=group,
                       n_groups=len(ucols), check_labels=False, u_columns=ucols,
@@ -1494,6 +1577,8 @@ def _sums_rows(t, x, y, xc, xb, yc, yb, labels, design, coef_x, coef_y, k, left_
     extra block, discarded)."""
     from ._basis_kernels import residual_block_sums
     spec, keep = _kernel_spec(design.key)
+    if left_out:
+        labels = _box_labels(t, design, labels, k)
     full_x = np.zeros((spec.n_features, x.shape[1]))
     full_y = np.zeros((spec.n_features, y.shape[1]))
     full_x[keep] = coef_x
@@ -1536,6 +1621,13 @@ class FitRelease:
     # (p_rich, p_rich) public: how many independent Laplace draws of scale gram_scale each
     # entry of ``gram`` carries (0: a structural zero, released exactly); None: one each
     noise_map: object = None
+    # (p_rich,) public: 1 where a row of ``cross`` carries Laplace noise of scale
+    # cross_scale, 0 where it is a structural zero released exactly (a feature that is 0
+    # on every kept row, :func:`_live`); None: every row noisy
+    cross_map: object = None
+    # public: the row count lambda is scaled by (:func:`_floor_rows`); None: the noise
+    # map's largest row sum (:func:`_noise_rows`)
+    floor_rows: object = None
 
 
 def _release_one(g_int, b_int, rows, design, rng):
@@ -1550,12 +1642,17 @@ def _release_one(g_int, b_int, rows, design, rng):
     cols = b_int.shape[1]
     m = max(int(rows), 1)
     eps_g, eps_b = design.eps_gram, design.eps_cross
+    live = _live(design.key)
     sens_g = gram_sensitivity(s) + _conversion_slack(m, int(tri.sum()))
-    sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, pr * cols)
+    sens_b = cross_sensitivity(s, cols) + _conversion_slack(m, int(live.sum()) * cols)
     g_exact = np.asarray(g_int).reshape(-1)[tri]   # only the possibly non-zero entries are read
     Gn, info_g = laplace_mechanism(_to_float(g_exact), sens_g, eps_g, rng,
                                    value_bound=float(m))
-    bn, info_b = laplace_mechanism(_to_float(b_int), sens_b, eps_b, rng, value_bound=float(m))
+    # the live features' cross-products only (the others are 0 for every data set)
+    b_live, info_b = laplace_mechanism(_to_float(np.asarray(b_int)[live]), sens_b, eps_b, rng,
+                                       value_bound=float(m))
+    bn = np.zeros((pr, cols))
+    bn[live] = b_live
     upper = np.zeros(iu[0].size)
     upper[tri] = Gn
     gram = np.zeros((pr, pr))
@@ -1565,7 +1662,8 @@ def _release_one(g_int, b_int, rows, design, rng):
                       gram_sensitivity=sens_g, cross_sensitivity=sens_b, gram_epsilon=eps_g,
                       cross_epsilon=eps_b, hardened=info_g.hardened and info_b.hardened,
                       mechanism=info_g.mechanism, rows=m, cross_mechanism=info_b.mechanism,
-                      noise_map=pat.astype(np.float64))
+                      noise_map=pat.astype(np.float64), cross_map=live.astype(np.float64),
+                      floor_rows=_floor_rows(design.key))
 
 
 def release_fits(stats, rows, design, rng):
@@ -1593,7 +1691,8 @@ def _lam(design, rel):
     """The ridge / eigenvalue floor: the Gram noise's scale times sqrt of the largest number
     of noisy entries in a row (the noise matrix's spectral edge is of that order; with every
     entry noisy, sqrt(p_rich))."""
-    return rel.gram_scale * math.sqrt(_noise_rows(rel))
+    rows = getattr(rel, "floor_rows", None)
+    return rel.gram_scale * math.sqrt(_noise_rows(rel) if rows is None else float(rows))
 
 
 def fit_coefficients(rel, design):
@@ -1773,7 +1872,9 @@ def _noise_cov(rel, beta_col):
         alpha, s = _noise_cov_parts(rel, beta_col[:, None])
         return float(alpha[0]) * np.eye(pr) + s * np.outer(beta_col, beta_col)
     s = 2.0 * rel.gram_scale ** 2
-    return (np.diag(2.0 * rel.cross_scale ** 2 + s * (nm @ (beta_col * beta_col)))
+    cm = getattr(rel, "cross_map", None)
+    cm = 1.0 if cm is None else np.asarray(cm, dtype=np.float64)
+    return (np.diag(2.0 * rel.cross_scale ** 2 * cm + s * (nm @ (beta_col * beta_col)))
             + s * nm * np.outer(beta_col, beta_col))
 
 
@@ -1997,6 +2098,9 @@ def _shift_draws(rel_x, rel_y, design, rs, pairs, draws=None):
         N = rng.laplace(scale=rel.gram_scale, size=(draws, pr, pr)) * mask
         N = N + np.triu(N, 1).transpose(0, 2, 1)
         nb = rng.laplace(scale=rel.cross_scale, size=(draws,) + rel.cross.shape)
+        cm = getattr(rel, "cross_map", None)
+        if cm is not None:                 # structural zeros stay exact (:func:`_live`)
+            nb = nb * np.asarray(cm, dtype=np.float64)[None, :, None]
         # the test fit of every perturbed release at once (:func:`_test_operator_uncached`)
         lam = _test_floor(design.key, _lam(design, rel))
         M = A.T @ (rel.gram[None] + N) @ A + lam * P

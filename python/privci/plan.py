@@ -274,13 +274,15 @@ def _emulated_fits(n, design, ranges, s_u, draws, seed=0, shape="clipped line"):
     test (:func:`privci._spline._shift_and_allowance`, unscaled units)."""
     from . import _spline as S
     key = design.key
-    ckey = (int(n), key, design.eps_gram, design.eps_cross, ranges, s_u, draws, seed, shape)
+    ckey = (int(n), key, design.eps_gram, design.eps_cross, ranges, s_u, draws, seed, shape,
+            S._tensor_rules())
     if ckey in _EMULATED:
         return _EMULATED[ckey]
     m = max(int(n) // 2, 1)
     Gr = S._reference(key)
     pr = Gr.shape[0]
     pat = S._gram_pattern(key)
+    live = S._live(key).astype(np.float64)     # dead features: exact zeros (stop 57)
     iu = np.triu_indices(pr)
     tri = pat[iu]
     ntri = int(tri.sum())
@@ -304,13 +306,13 @@ def _emulated_fits(n, design, ranges, s_u, draws, seed=0, shape="clipped line"):
             g[iu] = up
             g = g + np.triu(g, 1).T
             b = (bts[col] + math.sqrt(m) * s_u[col] * (root @ rng.standard_normal(pr))
-                 + rng.laplace(0.0, sb, pr))
+                 + rng.laplace(0.0, sb, pr) * live)
             rels.append(S.FitRelease(
                 gram=g, cross=b[:, None], gram_scale=sg, cross_scale=sb,
                 gram_sensitivity=S.gram_sensitivity(s),
                 cross_sensitivity=S.cross_sensitivity(s, 1), gram_epsilon=design.eps_gram,
                 cross_epsilon=design.eps_cross, hardened=False, mechanism="emulated",
-                rows=m, noise_map=nm))
+                rows=m, noise_map=nm, cross_map=live, floor_rows=S._floor_rows(key)))
         sc = [float(S.residual_scales(S.fit_coefficients(rl, design), design)[0])
               for rl in rels]
         sh, al, es = S._shift_and_allowance(rels[0], rels[1], design)
