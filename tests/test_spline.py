@@ -1022,16 +1022,23 @@ def test_shift_variance_matches_its_monte_carlo():
 def test_two_columns_full_fit_resolves_interactions_and_models_are_stated(tensor_fit):
     """Two columns at n = 10^4, epsilon 30: the full (tensor) fit answers without an
     assumption; assume='additive' and 'linear' answer under the stated model, named in
-    the caveats with their check."""
+    the caveats with their check.  The full fit on 8 noise draws: every answer rejects
+    (p < 0.01) and at least 5 of the 8 answer; the others fail safe (since stop 57 its
+    check, without the dead features' noise, sees the ridge's bias on sin(z1), shared by
+    x and y: 6 of these 8 answer, 8 before)."""
     rng = np.random.default_rng(0)
     n = 10_000
     z = rng.normal(size=(n, 2))
     x = np.sin(z[:, 0]) + rng.normal(size=n)
     y = z[:, 1] + x + rng.normal(size=n)
     kw = dict(epsilon=30.0, x_bound=4, y_bound=6, z_center=0.0, z_scale=1.0, rng=1)
-    base = privci.privgcm(x, y, z, **kw)
-    assert base.fit_check["model"] == "full" and base.fit_check["interactions"] is True
-    assert base.pvalue < 0.01
+    answered = 0
+    for r in range(1, 9):
+        base = privci.privgcm(x, y, z, **dict(kw, rng=r))
+        assert base.fit_check["model"] == "full" and base.fit_check["interactions"] is True
+        assert base.pvalue < 0.01 or base.failsafe is not None
+        answered += base.failsafe is None
+    assert answered >= 5
     add = privci.privgcm(x, y, z, assume="additive", **kw)
     assert add.fit_check["model"] == "additive" and add.pvalue < 0.01
     assert any("assume='additive'" in c for c in add.privacy.caveats)
