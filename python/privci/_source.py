@@ -75,12 +75,14 @@ def spline_pass1(xb, yb, zb, spec, start, stop):
     sufficient statistics (:func:`privci._spline.partition_stats`; an empty partition
     contributes zero sums), with the half split of the partition's global rows.
 
-    A row whose scaled z lies beyond the clip box [-4, 4] in some column is left out of
-    the fit and (pass 2) of the test: its features and products count as zero.  Every row
-    is evaluated the same way, inside or not (the fused kernels decide it from the t they
-    compute and sum left-out rows into a discarded third group, with a select), so nothing
-    is copied and the work does not depend on how many rows are left out; where every row
-    is inside, the sums are those without the rule."""
+    A row whose scaled z lies beyond the design's clip box in some column ([-4, 4]; the
+    two-column tensor fit's [-2, 2], on both paths since stop 57) is left out of the fit
+    and (pass 2) of the test: its features and products count as zero.  Every row is
+    evaluated the same way, inside or not (the fused kernels decide it from the t they
+    compute, the tensor box from one more pass over t, and sum left-out rows into a
+    discarded third group, with a select), so nothing is copied and the work does not
+    depend on how many rows are left out; where every row is inside, the sums are those
+    without the rule."""
     from . import _spline as S
     from ._private import block_labels
     design, zb = spec["design"], np.ascontiguousarray(zb)
