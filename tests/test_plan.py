@@ -705,7 +705,8 @@ def test_spline_plan_does_not_model_the_tensor_fit():
     """Two columns of z with no stated model (privgcm's tensor fit since stop 54): where
     privgcm answers, the planner says it does not model the power (nan, a UserWarning and
     details['regular_case_power']; its emulation said 0.011 where 0.50 was measured at
-    n = 10^4, epsilon 10, and since stop 56 0.018 where 0.64 was); where privgcm refuses, the power is 0; solving raises."""
+    n = 10^4, epsilon 10, since stop 56 0.018 where 0.64 was, since stop 57 0.42 at
+    epsilon 5 where 0.07 was); where privgcm refuses, the power is 0; solving raises."""
     kw = dict(effect=0.15, x_bound=6.0, y_bound=6.0, z_columns=2, auto="none")
     with pytest.warns(UserWarning, match="tensor product"):
         p = privci.plan("privgcm", n=10_000, epsilon=20.0, **kw)

@@ -1142,12 +1142,14 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     # the check sees (fail-safes) and the emulation, on an unclipped reference, does not
     clipped = bool(spline and _clip_leaves_model(model, z_columns, rng_))
     # the full fit of two columns (their tensor product, stop 54) is not modelled: the
-    # emulation under-predicts it (two linear columns, effect 0.15, n = 10^4: 0.011 / 0.387
+    # emulation misses it (stop 54, two linear columns, effect 0.15, n = 10^4: 0.011 / 0.387
     # / 0.871 at epsilon 10 / 20 / 100 against 0.50 / 0.83 / 0.92 measured of 60; since
-    # stop 56, 0.018 / 0.686 / 1.000 against 0.64 / 0.98 / 1.00 of 100).  Its reference
+    # stop 56, 0.018 / 0.686 / 1.000 against 0.64 / 0.98 / 1.00 of 100; since stop 57,
+    # dead features exact, it over-predicts at 5: 0.421 / 0.929 / 1.000 / 1.000 at epsilon
+    # 5 / 10 / 20 / 100 against 0.07 / 0.82 / 0.93 / 0.99 of 100).  Its reference
     # regressions of x and y share one direction, the worst case for the nested estimate
-    # (along orthogonal ones it said 0.090 / 0.969 / 0.996): the power depends on a fact
-    # of the design the planner is not told
+    # (stop 56: along orthogonal ones it said 0.090 / 0.969 / 0.996): the power depends on
+    # a fact of the design the planner is not told
     tensor = bool(spline and model == "full" and z_columns == 2)
     details = {"alternative": alternative, "regular": bool(regular),
                "modelled": bool(regular) and not clipped and not tight_unmodelled}
@@ -1163,7 +1165,7 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
     if tensor and solve != "power":
         raise ValueError(f"cannot solve for {solve} with two columns of z and no stated "
                          "model: the full fit of two columns (their tensor product) is not "
-                         "modelled by the planner (it under-predicts it); plan a stated "
+                         "modelled by the planner (its emulation misses it); plan a stated "
                          "model (assume='additive' or 'linear') or measure on public pilot "
                          "data.")
     if tight_unmodelled and solve != "power":
@@ -1378,10 +1380,10 @@ def plan(test="privgcm", *, n=None, epsilon=None, power=None, effect, effect_sd=
         if tensor:
             why = ("privci.plan: with two columns of z and no stated model privgcm fits their "
                    "tensor product (since stop 54), whose power the planner does not model "
-                   "(nan): its emulation under-predicts it (measured at n = 10^4: 0.64 / "
-                   "0.98 / 1.00 at epsilon 10 / 20 / 100 where it said 0.02 / 0.69 / 1.00; "
-                   "it depends on how the two regressions are aligned, which the planner "
-                   "is not told); "
+                   "(nan): its emulation misses it (two linear columns, effect 0.15, "
+                   "measured at n = 10^4: 0.07 / 0.82 / 0.93 at epsilon 5 / 10 / 20 where "
+                   "it says 0.42 / 0.93 / 1.00; it depends on how the two regressions are "
+                   "aligned, which the planner is not told); "
                    "details['regular_case_power'] is that emulation, details['resolvable'] "
                    "whether privgcm answers.  Measure on public pilot data.")
         elif tight_unmodelled and regular and not clipped:
