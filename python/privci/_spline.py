@@ -644,9 +644,8 @@ def _live(key):
 @lru_cache(maxsize=64)
 def _live_at(key, box, rule):
     lo, hi = _feature_supports(key)
-    live = np.ones(lo.shape[0], dtype=bool)
-    if rule:
-        live = np.all((hi >= -box) & (lo <= box), axis=1)
+    live = (np.all((hi >= -box) & (lo <= box), axis=1) if rule
+            else np.ones(lo.shape[0], dtype=bool))
     live.setflags(write=False)
     return live
 
@@ -1538,12 +1537,9 @@ def _box_labels(t, design, labels, out):
     box = float(design.box)
     if box >= SPLINE_RANGE:
         return labels
-    from . import _kernels
-    t = np.ascontiguousarray(t, dtype=np.float64)
-    flags = np.zeros(t.shape[0], dtype=np.uint8)
-    if t.shape[0]:
-        _kernels.rows_outside(t, box, flags)
-    return np.where(flags != 0, np.int64(out), np.asarray(labels, dtype=np.int64))
+    from ._source import _inside           # the numpy passes' own test of the box
+    inside = _inside(np.ascontiguousarray(t, dtype=np.float64), box)
+    return np.where(inside, np.asarray(labels, dtype=np.int64), np.int64(out))
 
 
 def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
