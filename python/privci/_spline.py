@@ -1537,9 +1537,12 @@ def _box_labels(t, design, labels, out):
     box = float(design.box)
     if box >= SPLINE_RANGE:
         return labels
-    from ._source import _inside           # the numpy passes' own test of the box
-    inside = _inside(np.ascontiguousarray(t, dtype=np.float64), box)
-    return np.where(inside, np.asarray(labels, dtype=np.int64), np.int64(out))
+    from . import _kernels                 # the kernel _source._inside calls (no cycle)
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    flags = np.zeros(t.shape[0], dtype=np.uint8)
+    if t.shape[0]:
+        _kernels.rows_outside(t, box, flags)
+    return np.where(flags != 0, np.int64(out), np.asarray(labels, dtype=np.int64))
 
 
 def _stats_rows(t, x, y, xc, xb, yc, yb, group, design, left_out=False):
